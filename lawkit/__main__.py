@@ -1,0 +1,3 @@
+from lawkit.cli import main
+
+main()
