@@ -1,0 +1,223 @@
+"""src_digest/1 from git objects at a revision, without a checkout.
+
+One ``git ls-tree -r -z --full-tree REV -- <prefix/package>...`` lists the blobs and one
+``git cat-file --batch`` process reads them all. A symlink (mode 120000) is a blob holding its
+target string, which is exactly what the work-tree walk hashes for a symlink; a symlinked folder
+is such a blob too, so it is never walked; submodules (160000) are skipped. Blob bytes are raw
+object bytes: where git attributes rewrite bytes on checkout (eol, filters, LFS) the work tree
+and the revision can differ, and ``diff_manifests`` says where.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from . import (
+    _PYCACHE,
+    DigestError,
+    FileEntry,
+    GitObjectsError,
+    Manifest,
+    _matcher,
+    normalize_packages,
+)
+
+_SUBMODULE = "160000"
+_TREE = "040000"
+
+
+class TreeEntry(NamedTuple):
+    """One ``git ls-tree`` record: mode (``"100644"``...), object id and top-level path."""
+
+    mode: str
+    oid: str
+    path: bytes
+
+
+def git_toplevel(path: str | os.PathLike[str] | bytes) -> tuple[str, str]:
+    """The top level of the git work tree holding ``path``, and ``path``'s prefix in it.
+
+    The prefix is ``/``-separated without a trailing ``/``; ``""`` at the top level.
+    """
+    out = _git(
+        path,
+        ["rev-parse", "--show-toplevel", "--show-prefix"],
+        failure=f"{os.fsdecode(path)} is not inside a git work tree",
+    )
+    lines = out.split(b"\n")
+    if len(lines) < 2:
+        raise GitObjectsError(f"git rev-parse gave no top level for {os.fsdecode(path)}")
+    return os.fsdecode(lines[0]), os.fsdecode(lines[1].rstrip(b"/"))
+
+
+def ls_tree(
+    repo_dir: str | os.PathLike[str] | bytes, rev: str, paths: Sequence[str | bytes] = ()
+) -> list[TreeEntry]:
+    """Every blob and submodule under ``paths`` (top-level relative; all when empty) at ``rev``."""
+    _check_rev(rev)
+    out = _git(
+        repo_dir,
+        ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths],
+        failure=f"cannot read revision {rev!r} in {os.fsdecode(repo_dir)}",
+    )
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, _type, oid = meta.decode("ascii").split(" ")
+        entries.append(TreeEntry(mode, oid, path))
+    return entries
+
+
+def read_blobs(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, bytes]:
+    """The raw bytes of each blob, by the id asked for, from one ``git cat-file --batch``."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = _git(
+        repo_dir,
+        ["cat-file", "--batch", "--buffer"],
+        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
+        stdin=("\n".join(wanted) + "\n").encode("ascii"),
+    )
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in wanted:
+        end = out.find(b"\n", pos)
+        header = out[pos:end].split(b" ") if end >= 0 else []
+        if len(header) != 3:
+            got = b" ".join(header).decode("ascii", "replace") or "no answer"
+            raise GitObjectsError(f"git cat-file cannot read object {oid}: {got}")
+        if header[1] != b"blob":
+            raise GitObjectsError(f"git object {oid} is a {header[1].decode()}, not a blob")
+        size = int(header[2])
+        blobs[oid] = out[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1
+    return blobs
+
+
+def select_tree(
+    entries: Iterable[TreeEntry],
+    packages: Sequence[str] = ("atom",),
+    include: Sequence[str] = ("*.py",),
+    exclude: Sequence[str] = (),
+    prefix: str = "",
+) -> list[tuple[bytes, TreeEntry]]:
+    """The (relpath, entry) pairs a digest keeps, ascending by relpath bytes.
+
+    ``prefix`` is the digest root's path from the repository top level; relpaths are relative to
+    the digest root. The rules are those of the work-tree walk (see the package docstring).
+    """
+    pre = _clean_prefix(prefix)
+    roots = [_join(pre, pkg) for pkg in normalize_packages(packages)]
+    kept = _matcher(include, exclude)
+    cut = len(pre) + 1 if pre else 0
+    selected: dict[bytes, TreeEntry] = {}
+    for entry in entries:
+        if entry.mode in (_SUBMODULE, _TREE):
+            continue
+        path = entry.path
+        for top in roots:
+            if top and path != top and not path.startswith(top + b"/"):
+                continue
+            below = path[len(top) + 1 :] if top else path
+            if _PYCACHE in below.split(b"/")[:-1]:
+                continue
+            relpath = path[cut:]
+            if kept(path.rpartition(b"/")[2], relpath):
+                selected[relpath] = entry
+                break
+    return sorted(selected.items())
+
+
+def manifest_from_blobs(
+    selected: Iterable[tuple[bytes, TreeEntry]], blobs: Mapping[str, bytes]
+) -> Manifest:
+    """The manifest of selected tree entries whose blob bytes have been read already."""
+    digests: dict[str, bytes] = {}
+    files = []
+    for relpath, entry in selected:
+        sha = digests.get(entry.oid)
+        if sha is None:
+            try:
+                content = blobs[entry.oid]
+            except KeyError:
+                raise DigestError(f"no blob {entry.oid} given for {os.fsdecode(relpath)}") from None
+            sha = digests[entry.oid] = hashlib.sha256(content).digest()
+        files.append(FileEntry(relpath, sha))
+    return Manifest(tuple(files))
+
+
+def manifest_at_rev(
+    repo_dir: str | os.PathLike[str] | bytes,
+    rev: str,
+    packages: Sequence[str] = ("atom",),
+    include: Sequence[str] = ("*.py",),
+    exclude: Sequence[str] = (),
+    prefix: str = "",
+    *,
+    allow_empty: bool = False,
+) -> Manifest:
+    """The manifest ``manifest_of`` gives on a checkout of ``rev``, read from git objects.
+
+    ``repo_dir`` is any folder of the repository; ``prefix`` is the digest root's path from its
+    top level (``git_toplevel`` gives both).
+    """
+    pre = _clean_prefix(prefix)
+    paths = [_join(pre, pkg) for pkg in normalize_packages(packages)]
+    entries = ls_tree(repo_dir, rev, [] if b"" in paths else paths)
+    selected = select_tree(entries, packages, include, exclude, prefix)
+    if not selected and not allow_empty:
+        where = f"{os.fsdecode(repo_dir)}" + (f" (root {prefix})" if pre else "")
+        what = "no file matched" if entries else "none of the packages exists"
+        raise DigestError(
+            f"{what}: include {list(include)} under packages {list(packages)} at revision "
+            f"{rev!r} in {where}"
+            + (f" (exclude {list(exclude)})" if exclude else "")
+            + ": check [tool.lawkit.digest]"
+        )
+    blobs = read_blobs(repo_dir, (entry.oid for _, entry in selected))
+    return manifest_from_blobs(selected, blobs)
+
+
+def _clean_prefix(prefix: str) -> bytes:
+    return b"/".join(p for p in os.fsencode(prefix).split(b"/") if p not in (b"", b"."))
+
+
+def _join(prefix: bytes, pkg: bytes) -> bytes:
+    return b"/".join(p for p in (prefix, pkg) if p)
+
+
+def _check_rev(rev: str) -> None:
+    if not isinstance(rev, str) or not rev or rev.startswith("-") or "\0" in rev:
+        raise GitObjectsError(f"not a revision: {rev!r}")
+
+
+def _git(
+    cwd: str | os.PathLike[str] | bytes,
+    args: list[str | bytes],
+    *,
+    failure: str,
+    stdin: bytes | None = None,
+) -> bytes:
+    """Run ``git -C cwd ARGS`` and return its stdout; a failure says ``failure`` and git's why."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", os.fsencode(cwd), *args],
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitObjectsError("git is not installed (no `git` on PATH)") from None
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {proc.returncode}"
+        raise GitObjectsError(f"{failure}: {why}")
+    return proc.stdout
