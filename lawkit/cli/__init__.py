@@ -1,0 +1,11 @@
+"""The `lawkit` command line: one module per command, each a thin layer over the library."""
+
+from __future__ import annotations
+
+from lawkit.cli import digest, show  # noqa: F401  (each module registers its command)
+from lawkit.cli.app import app
+
+
+def main() -> None:
+    """The `lawkit` console script."""
+    app()

@@ -1,0 +1,46 @@
+"""`lawkit digest`: the engine's current digest, from the work tree or a git revision."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+
+
+@app.command()
+def digest(
+    engine: EngineOption = None,
+    rev: Annotated[str | None, typer.Option(
+        "--rev", help="Digest the engine at this git revision, from git objects (no checkout).",
+        show_default=False)] = None,
+    manifest: Annotated[bool, typer.Option(
+        "--manifest", help="Then one '<sha256>  <relpath>' line per hashed file.")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="List the files that make the work tree's digest differ from "
+        "HEAD's.")] = False,
+    json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Print the digest of the engine source, exactly as the engine's host_key_of computes it."""
+
+    def body() -> int:
+        from lawkit import digest as lib
+        from lawkit.config import load_workspace
+
+        ws = load_workspace(config=config, engine=engine)
+        report = lib.digest_report(ws, rev=rev, explain=explain)
+        if json:
+            print_json(report.to_json(manifest=manifest))
+            return 0
+        typer.echo(report.digest)
+        if manifest:
+            for line in report.manifest.lines():
+                typer.echo(line)
+        if explain:
+            for line in report.explanation_lines():
+                typer.echo(line)
+        return 0
+
+    run(body)

@@ -1,0 +1,161 @@
+"""Workspace discovery and the `[tool.lawkit]` config (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lawkit.errors import ConfigError
+
+_TOP_KEYS = {"laws", "digest"}
+_DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
+_KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """What `src_digest` hashes and which `host.key` field the digest fills."""
+
+    root: Path
+    packages: tuple[str, ...] = ("atom",)
+    include: tuple[str, ...] = ("*.py",)
+    exclude: tuple[str, ...] = ()
+    length: int = 8
+    key: str = "atom"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace: its root folder, the config file (if any), the laws folder and the digest."""
+
+    root: Path
+    config_path: Path | None
+    laws: Path
+    digest: DigestConfig
+
+    def rel(self, path: Path | str) -> str:
+        """A path as shown to the user: relative to the workspace root where it lies inside it."""
+        absolute = Path(os.path.abspath(path))
+        try:
+            return absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def find_config(start: Path) -> Path | None:
+    """The first `lawkit.toml` or `pyproject.toml` with `[tool.lawkit]` walking up from `start`."""
+    for folder in (start, *start.parents):
+        candidate = folder / "lawkit.toml"
+        if candidate.is_file():
+            return candidate
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "tool" in (doc := _read_toml(candidate)) and \
+                isinstance(doc["tool"], dict) and "lawkit" in doc["tool"]:
+            return candidate
+    return None
+
+
+def load_workspace(
+    *,
+    config: Path | None = None,
+    engine: Path | None = None,
+    laws: Path | None = None,
+    cwd: Path | None = None,
+) -> Workspace:
+    """The workspace for a command: `--config` or discovery, then `--engine`/`--laws` overrides."""
+    here = (cwd or Path.cwd()).absolute()
+    if config is not None:
+        config_path: Path | None = (here / config).absolute()
+        assert config_path is not None
+        if not config_path.is_file():
+            raise ConfigError(f"config file {config} not found: pass an existing lawkit.toml or "
+                              "pyproject.toml to --config")
+    else:
+        config_path = find_config(here)
+    if config_path is None:
+        ws = Workspace(root=here, config_path=None, laws=here / "laws",
+                       digest=DigestConfig(root=here))
+    else:
+        ws = _parse_config(config_path)
+    if engine is not None:
+        ws = replace(ws, digest=replace(ws.digest, root=(here / engine).absolute()))
+    if laws is not None:
+        ws = replace(ws, laws=(here / laws).absolute())
+    return ws
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+
+
+def _parse_config(path: Path) -> Workspace:
+    doc = _read_toml(path)
+    if path.name == "pyproject.toml":
+        section, prefix = doc.get("tool", {}).get("lawkit"), "tool.lawkit"
+    else:
+        section, prefix = doc, ""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{prefix or 'the file'}: expected a table", path=str(path))
+    base = path.parent
+    _reject_unknown(section, _TOP_KEYS, prefix, path)
+    laws = base / _get(section, "laws", str, "laws", prefix, path)
+    digest_section = section.get("digest", {})
+    dprefix = f"{prefix}.digest" if prefix else "digest"
+    if not isinstance(digest_section, dict):
+        raise ConfigError(f"{dprefix}: expected a table", path=str(path))
+    _reject_unknown(digest_section, _DIGEST_KEYS, dprefix, path)
+    length = _get(digest_section, "length", int, 8, dprefix, path)
+    if not 4 <= length <= 64:
+        raise ConfigError(f"{dprefix}.length: expected 4..64 hex characters, got {length}",
+                          path=str(path))
+    key = _get(digest_section, "key", str, "atom", dprefix, path)
+    if not _KEY_NAME.match(key):
+        raise ConfigError(f"{dprefix}.key: expected a field name like 'atom', got {key!r}",
+                          path=str(path))
+    digest = DigestConfig(
+        root=(base / _get(digest_section, "root", str, ".", dprefix, path)).absolute(),
+        packages=_get_list(digest_section, "packages", ("atom",), dprefix, path),
+        include=_get_list(digest_section, "include", ("*.py",), dprefix, path),
+        exclude=_get_list(digest_section, "exclude", (), dprefix, path),
+        length=length,
+        key=key,
+    )
+    if not digest.packages or not digest.include:
+        raise ConfigError(f"{dprefix}: packages and include must not be empty", path=str(path))
+    return Workspace(root=base.absolute(), config_path=path, laws=laws.absolute(), digest=digest)
+
+
+def _reject_unknown(section: dict[str, Any], known: set[str], prefix: str, path: Path) -> None:
+    for name in section:
+        if name not in known:
+            where = f"{prefix}.{name}" if prefix else name
+            raise ConfigError(f"{where}: unknown key (known: {', '.join(sorted(known))})",
+                              path=str(path))
+
+
+def _get(section: dict[str, Any], name: str, kind: type, default: Any, prefix: str,
+         path: Path) -> Any:
+    value = section.get(name, default)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        where = f"{prefix}.{name}" if prefix else name
+        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}", path=str(path))
+    return value
+
+
+def _get_list(section: dict[str, Any], name: str, default: tuple[str, ...], prefix: str,
+              path: Path) -> tuple[str, ...]:
+    value = section.get(name, list(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{prefix}.{name}: expected a list of non-empty strings, got {value!r}",
+                          path=str(path))
+    return tuple(value)

@@ -1,0 +1,88 @@
+"""The workspace's engine digest: from the work tree, from a git revision, and why they differ."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import src_digest
+from lawkit.config import DigestConfig, Workspace
+from lawkit.errors import GitError, LawkitError
+
+
+@dataclass(frozen=True)
+class DigestReport:
+    """A digest with the manifest it covers and, on request, how the work tree differs from HEAD."""
+
+    key: str
+    digest: str
+    manifest: src_digest.Manifest
+    root: str
+    rev: str | None
+    versus_head: src_digest.ManifestDiff | None = None
+
+    def explanation_lines(self) -> list[str]:
+        """One line per file that makes the work tree's digest differ from HEAD's."""
+        diff = self.versus_head
+        if diff is None:
+            return []
+        if diff.is_empty:
+            return ["the work tree hashes the same files as HEAD"]
+        lines = [f"edited     {p}  (differs from HEAD: commit it, or check git attributes that "
+                 "convert bytes on checkout)" for p in diff.changed]
+        lines += [f"untracked  {p}  (not in HEAD: commit it, or add it to "
+                  "[tool.lawkit.digest] exclude if it is generated)" for p in diff.added]
+        lines += [f"missing    {p}  (in HEAD, not in the work tree)" for p in diff.removed]
+        return lines
+
+    def to_json(self, *, manifest: bool = False) -> dict[str, Any]:
+        """The report as the JSON document `lawkit digest --json` prints."""
+        out: dict[str, Any] = {"key": self.key, "digest": self.digest,
+                               "files": len(self.manifest), "root": self.root, "rev": self.rev}
+        if manifest:
+            out["manifest"] = [{"sha256": e.hexdigest, "path": e.relpath_text}
+                               for e in self.manifest.entries]
+        if self.versus_head is not None:
+            out["explain"] = {"edited": list(self.versus_head.changed),
+                              "untracked": list(self.versus_head.added),
+                              "missing": list(self.versus_head.removed)}
+        return out
+
+
+def work_tree_manifest(config: DigestConfig) -> src_digest.Manifest:
+    """The manifest of the engine's work tree."""
+    try:
+        return src_digest.manifest_of(config.root, config.packages, config.include,
+                                      config.exclude)
+    except src_digest.DigestError as exc:
+        raise LawkitError(str(exc)) from None
+
+
+def rev_manifest(config: DigestConfig, rev: str) -> src_digest.Manifest:
+    """The manifest of the engine at a git revision, from git objects."""
+    try:
+        top, prefix = src_digest.git_toplevel(config.root)
+        return src_digest.manifest_at_rev(top, rev, config.packages, config.include,
+                                          config.exclude, prefix=prefix)
+    except src_digest.GitObjectsError as exc:
+        raise GitError(str(exc)) from None
+    except src_digest.DigestError as exc:
+        raise LawkitError(str(exc)) from None
+
+
+def current_digest(ws: Workspace) -> str:
+    """The digest of the workspace's engine work tree: what every law must name."""
+    return work_tree_manifest(ws.digest).digest(ws.digest.length)
+
+
+def digest_report(ws: Workspace, *, rev: str | None = None, explain: bool = False) -> DigestReport:
+    """The digest at `rev` (or of the work tree), with the HEAD comparison when asked."""
+    config = ws.digest
+    manifest = rev_manifest(config, rev) if rev else work_tree_manifest(config)
+    versus_head = None
+    if explain:
+        head = rev_manifest(config, "HEAD")
+        tree = manifest if rev is None else work_tree_manifest(config)
+        versus_head = src_digest.diff_manifests(head, tree)
+    return DigestReport(key=config.key, digest=manifest.digest(config.length), manifest=manifest,
+                        root=ws.rel(config.root), rev=rev, versus_head=versus_head)

@@ -1,0 +1,307 @@
+"""Law files: the pydantic models of DESIGN.md section 5, loading with line-numbered errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from lawkit import yamlsafe
+from lawkit.errors import LawFileError
+
+SCHEMA = "lawkit/1"
+Scalar = str | bool | int | float
+_COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
+_TERM = re.compile(rf"1\Z|{_COLUMN}(:{_COLUMN})*\Z")
+_NUMBER_12 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
+
+
+class Law(BaseModel):
+    """One host law: `target` predicted as the sum of `terms` (coefficient times columns)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+    terms: dict[str, float] = Field(min_length=1)
+    where: dict[str, Scalar | list[Scalar]] | None = None
+    filter: str | None = None
+    fit: dict[str, Any] | None = None
+    domain: dict[str, list[float]] | None = None
+
+    @field_validator("terms")
+    @classmethod
+    def _terms_are_well_formed(cls, terms: dict[str, float]) -> dict[str, float]:
+        seen: dict[frozenset[str], str] = {}
+        for term, coef in terms.items():
+            if not _TERM.match(term):
+                raise ValueError(f"malformed term {term!r}: a term is \"1\", a column, or "
+                                 "columns joined by ':'")
+            if not math.isfinite(coef):
+                raise ValueError(f"coefficient of {term!r} is {coef!r}: coefficients must be "
+                                 "finite")
+            factors = frozenset(term.split(":"))
+            if factors in seen:
+                raise ValueError(f"{term!r} repeats {seen[factors]!r}")
+            seen[factors] = term
+        return terms
+
+    @field_validator("domain")
+    @classmethod
+    def _domain_is_ranges(cls, domain: dict[str, list[float]] | None) -> Any:
+        for column, bounds in (domain or {}).items():
+            if len(bounds) != 2 or not bounds[0] <= bounds[1]:
+                raise ValueError(f"{column} must be [low, high] with low <= high, got {bounds!r}")
+        return domain
+
+    def columns(self) -> list[str]:
+        """The feature columns the terms use, in first-use order."""
+        out: dict[str, None] = {}
+        for term in self.terms:
+            if term != "1":
+                out.update(dict.fromkeys(term.split(":")))
+        return list(out)
+
+
+class FitRecord(BaseModel):
+    """A `fit` provenance entry."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    digest: str
+    at: str
+    records: int
+    body: str
+    captures: list[Any] = []
+
+
+class RekeyRecord(BaseModel):
+    """A `rekey` provenance entry."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+    from_: str = Field(alias="from")
+    to: str
+    at: str
+    why: str
+    refs: list[str] = []
+
+
+class AdoptRecord(BaseModel):
+    """An `adopt` provenance entry."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    digest: str
+    at: str
+    why: str
+    body: str
+
+
+class ProvenanceEntry(BaseModel):
+    """One line of `host.provenance`: exactly one of `fit`, `rekey`, `adopt`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    fit: FitRecord | None = None
+    rekey: RekeyRecord | None = None
+    adopt: AdoptRecord | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ProvenanceEntry:
+        if sum(x is not None for x in (self.fit, self.rekey, self.adopt)) != 1:
+            raise ValueError("a provenance entry is exactly one of fit, rekey or adopt")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """`fit`, `rekey` or `adopt`."""
+        return "fit" if self.fit else "rekey" if self.rekey else "adopt"
+
+    @property
+    def names_digest(self) -> str:
+        """The digest this entry leaves the key at."""
+        if self.fit:
+            return self.fit.digest
+        if self.rekey:
+            return self.rekey.to
+        assert self.adopt is not None
+        return self.adopt.digest
+
+    @property
+    def body(self) -> str | None:
+        """The body hash this entry vouches for (`fit` and `adopt` only)."""
+        return self.fit.body if self.fit else self.adopt.body if self.adopt else None
+
+
+class Host(BaseModel):
+    """The `host` section: the key, the laws and their history."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    key: dict[str, str] = Field(min_length=1)
+    laws: list[Law] = Field(min_length=1)
+    provenance: list[ProvenanceEntry] = []
+
+    @model_validator(mode="after")
+    def _names_are_unique(self) -> Host:
+        seen: set[str] = set()
+        for law in self.laws:
+            if law.name in seen:
+                raise ValueError(f"two laws are named {law.name!r}: names are unique in a file")
+            seen.add(law.name)
+        return self
+
+
+class LawFile(BaseModel):
+    """A validated law file; unknown top-level sections are kept as extra fields."""
+
+    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    schema_: Literal["lawkit/1"] = Field(alias="schema")
+    labels: dict[str, Scalar] | None = None
+    host: Host
+
+    _path: str = PrivateAttr(default="")
+    _text: str = PrivateAttr(default="")
+    _document: yamlsafe.Document | None = PrivateAttr(default=None)
+
+    @property
+    def path(self) -> str:
+        """The path the file was loaded from, as given."""
+        return self._path
+
+    @property
+    def text(self) -> str:
+        """The file's text as loaded (a BOM dropped)."""
+        return self._text
+
+    @property
+    def document(self) -> yamlsafe.Document:
+        """The parsed YAML with node positions."""
+        assert self._document is not None
+        return self._document
+
+    def law(self, name: str) -> Law:
+        """The law called `name`; KeyError naming the laws there are otherwise."""
+        for law in self.host.laws:
+            if law.name == name:
+                return law
+        raise KeyError(f"no law {name!r} in {self._path or 'this file'} (laws: "
+                       f"{', '.join(law.name for law in self.host.laws)})")
+
+    def body_hash(self) -> str:
+        """sha256 of the laws' canonical JSON (what determines their predictions)."""
+        return body_hash(self.host.laws)
+
+    def line(self, *path: str | int) -> int | None:
+        """The line of a key path in the file (or of its nearest ancestor)."""
+        return self.document.line(path)
+
+
+def body_hash(laws: list[Law]) -> str:
+    """sha256 over name, target, where, filter and terms of each law, in order (DESIGN.md §5)."""
+    canon = [{"name": law.name, "target": law.target, "where": law.where,
+              "filter": law.filter, "terms": law.terms} for law in laws]
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load(path: str | Path, *, key: str = "atom", shown_as: str | None = None) -> LawFile:
+    """Read and validate a law file; a LawFileError with file and line for anything wrong."""
+    shown = shown_as or str(path)
+    p = Path(path)
+    if p.is_symlink() or not p.is_file():
+        what = "a symlink" if p.is_symlink() else "a folder" if p.is_dir() else "missing"
+        raise LawFileError(f"not a regular file ({what}): law files are plain files", path=shown)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
+    return parse(raw, shown, key=key)
+
+
+def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
+    """Validate the bytes of a law file (see `load`)."""
+    text = yamlsafe.decode(raw, shown)
+    document = yamlsafe.load(text, shown)
+    data = document.data
+    if not isinstance(data, dict):
+        raise LawFileError("expected a mapping with 'schema: lawkit/1' at the top", path=shown,
+                           line=1)
+    if data.get("schema") != SCHEMA:
+        raise LawFileError(f"schema: expected '{SCHEMA}', got {data.get('schema')!r}",
+                           path=shown, line=document.line(("schema",)))
+    _require_quoted_digests(document, shown, key)
+    try:
+        law_file = LawFile.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(exc, document, shown) from None
+    law_file._path = shown
+    law_file._text = text
+    law_file._document = document
+    return law_file
+
+
+def _require_quoted_digests(document: yamlsafe.Document, shown: str, key: str) -> None:
+    host = document.data.get("host")
+    if not isinstance(host, dict) or not isinstance(host.get("key"), dict):
+        return  # the model reports the missing section
+    paths: list[tuple[str | int, ...]] = [("host", "key", key)]
+    for i, entry in enumerate(host.get("provenance") or []):
+        if isinstance(entry, dict):
+            for kind, fields in entry.items():
+                for name in ("digest", "from", "to"):
+                    if isinstance(fields, dict) and name in fields:
+                        paths.append(("host", "provenance", i, kind, name))
+    for path in paths:
+        node = document.nodes.get(path)
+        if node is None:
+            if path[-1] == key and len(path) == 3:
+                raise LawFileError(f"host.key.{key}: missing: the digest the laws price goes "
+                                   "here", path=shown, line=document.line(path))
+            continue
+        if not yamlsafe.is_quoted(node):
+            raise LawFileError(f"{_dotted(path)}: expected a quoted string, got {node.value} "
+                               f"({_plain_kind(node)}): write it as \"{node.value}\"",
+                               path=shown, line=node.start_mark.line + 1)
+
+
+def _plain_kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode) and _NUMBER_12.match(node.value):
+        return "a float" if any(c in node.value for c in ".eE") else "an integer"
+    return "unquoted" if isinstance(node, yaml.ScalarNode) else "not a string"
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _explain(exc: ValidationError, document: yamlsafe.Document, shown: str) -> LawFileError:
+    error = exc.errors()[0]
+    loc = tuple(p for p in error["loc"] if p not in {"function-after", "FitRecord"})
+    loc = tuple("schema" if p == "schema_" else p for p in loc)
+    where = _dotted(loc) if loc else "the file"
+    kind = error["type"]
+    if kind == "missing":
+        message = f"{where}: missing: add it (see the law file format in the README)"
+    elif kind == "extra_forbidden":
+        message = f"{where}: unknown key: remove it or check its spelling"
+    elif kind == "value_error":
+        message = f"{where}: {error['msg'].removeprefix('Value error, ')}"
+    else:
+        got = error.get("input")
+        message = (f"{where}: {error['msg'].replace('Input should be', 'expected')}, got "
+                   f"{got!r} ({type(got).__name__})")
+    return LawFileError(message, path=shown, line=document.line(loc))
