@@ -1,0 +1,124 @@
+"""Writing law files safely: all prepared before any is replaced, each replaced atomically.
+
+A write goes to a hidden temp file in the target's folder, is fsynced, then renamed over the
+target (POSIX rename is atomic), so an interrupted run leaves every file old or new. Temp files
+an interrupted run left behind are removed by the next run, under the same advisory lock that
+keeps two runs from interleaving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from lawkit.errors import RefusalError
+
+TEMP_PREFIX = ".lawkit-tmp-"
+LOCK_NAME = ".lawkit.lock"
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `folder` (a hidden lock file, created once)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise RefusalError(f"cannot create the lock file: {exc.strerror}",
+                           path=str(folder / LOCK_NAME)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def remove_stray_temps(folder: Path) -> list[Path]:
+    """Remove temp files an interrupted run left below `folder`; call it under `locked`."""
+    removed = []
+    for dirpath, _dirnames, filenames in os.walk(folder):
+        for name in filenames:
+            if name.startswith(TEMP_PREFIX):
+                path = Path(dirpath) / name
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
+
+
+def replace_files(writes: Sequence[tuple[Path, bytes]], *, shown: dict[Path, str] | None = None,
+                  ) -> None:
+    """Write every (path, bytes): all temps written and fsynced first, then each renamed.
+
+    A failure while preparing removes every temp and raises RefusalError: nothing replaced.
+    """
+    names = shown or {}
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in writes:
+            temps.append((_prepare(path, data, names.get(path, str(path))), path))
+    except BaseException:
+        for temp, _ in temps:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+        raise
+    folders = set()
+    for temp, path in temps:
+        try:
+            os.replace(temp, path)
+        except OSError as exc:
+            for rest, _ in temps[temps.index((temp, path)):]:
+                with contextlib.suppress(OSError):
+                    rest.unlink()
+            raise RefusalError(f"cannot replace the file: {exc.strerror}; the files before it "
+                               "were written, it and those after it were not: run again",
+                               path=names.get(path, str(path))) from None
+        folders.add(path.parent)
+    for folder in folders:
+        _fsync_folder(folder)
+
+
+def _prepare(path: Path, data: bytes, shown: str) -> Path:
+    temp = path.parent / f"{TEMP_PREFIX}{path.name}.{secrets.token_hex(4)}"
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(temp, mode)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        hint = "free some space" if exc.errno == errno.ENOSPC else "check the folder's permissions"
+        raise RefusalError(f"cannot write: {exc.strerror}: {hint}; no file was changed",
+                           path=shown) from None
+    return temp
+
+
+def _fsync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
