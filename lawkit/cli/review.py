@@ -1,0 +1,59 @@
+"""`lawkit review`: a reviewer's checks of a law-changing change, from git objects."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, EngineOption, LawsOption, app, print_json, run
+
+
+class ReviewFormat(StrEnum):
+    """The report formats of `lawkit review`."""
+
+    text = "text"
+    json = "json"
+    github = "github"
+    markdown = "markdown"
+
+
+@app.command()
+def review(
+    base: Annotated[str, typer.Option(
+        "--base", help="The revision the change starts from (the merge base of a pull request, "
+        "say origin/main).", show_default=False)],
+    head: Annotated[str, typer.Option(
+        "--head", help="The revision the change ends at.")] = "HEAD",
+    merge_with: Annotated[str | None, typer.Option(
+        "--merge-with", help="Also digest the merge of the head with this revision (git 2.38+, "
+        "no checkout): the laws go stale on merge if it differs.", show_default=False)] = None,
+    format: Annotated[ReviewFormat, typer.Option(
+        "--format", help="text, json (one document), github (workflow annotations) or "
+        "markdown (a comment body).")] = ReviewFormat.text,
+    engine: EngineOption = None,
+    laws: LawsOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Classify and verify every law file changed since --base (rekey, refit, adopt, new,
+    removed, hand-edit), from git objects; exit 1 with findings."""
+
+    def body() -> int:
+        from lawkit import review_format
+        from lawkit.config import load_workspace
+        from lawkit.review import review as review_change
+
+        ws = load_workspace(config=config, engine=engine, laws=laws)
+        report = review_change(ws, base, head, merge_with)
+        if format is ReviewFormat.json:
+            print_json(report.to_json())
+        elif format is ReviewFormat.github:
+            typer.echo(review_format.as_github(report), nl=False)
+        elif format is ReviewFormat.markdown:
+            typer.echo(review_format.as_markdown(report), nl=False)
+        else:
+            typer.echo(review_format.as_text(report), nl=False)
+        return report.exit_code
+
+    run(body)

@@ -1,0 +1,183 @@
+"""`lawkit review` reports as text, GitHub workflow annotations and a Markdown comment body."""
+
+from __future__ import annotations
+
+from lawkit.review import CLASSES, ReviewReport
+from lawkit.review_laws import FileReview, Finding
+
+_DONE = {"rekey": "re-keyed", "refit": "refitted", "adopt": "adopted", "new": "new",
+         "removed": "removed", "hand-edit": "hand-edited", "invalid": "invalid",
+         "forgotten": "forgotten"}
+
+
+def as_text(report: ReviewReport) -> str:
+    """A report a person reads in a terminal: one line per law file, then the explanation."""
+    key = report.key
+    lines = [f"lawkit review: base {report.base.rev} ({report.base.short}, {key} "
+             f"{report.base.digest or 'none'}) -> head {report.head.rev} ({report.head.short}, "
+             f"{key} {report.head.digest})"]
+    width = max((len(r.path) for r in report.files), default=0)
+    for r in report.files:
+        verdict = "ok" if r.ok else f"{len(r.findings)} finding{_s(len(r.findings))}"
+        lines.append(f"  {r.path:<{width}}  {r.kind:<9}  {_keys(r):<20}  {verdict}")
+    lines.append(_share(report))
+    lines += [f"  {line}" for line in _reasons(report)]
+    engine = report.engine
+    if len(engine):
+        lines.append(f"engine files changed since base ({len(engine)}), which the re-keys vouch "
+                     "cannot move host time:")
+        lines += [f"  {how:<8} {path}" for how, path in engine.lines()]
+    else:
+        lines.append("no hashed engine file changed since base")
+    if report.merge is not None:
+        lines.append(_merge_line(report))
+        lines += [f"  {how:<8} {path}" for how, path in report.merge.moved.lines()]
+    findings = report.findings
+    if findings:
+        lines.append(f"{len(findings)} finding{_s(len(findings))}:")
+        lines += [f"  {finding}" for finding in findings]
+    lines.append(f"lawkit review: {_verdict(report)}")
+    return "\n".join(lines) + "\n"
+
+
+def as_github(report: ReviewReport) -> str:
+    """GitHub workflow annotations: an error per finding, then a notice with the verdict."""
+    lines = [_annotation("error", finding.message, finding,
+                         title=f"lawkit review: {finding.kind}") for finding in report.findings]
+    summary = f"{_verdict(report)}. {_share(report)}"
+    if len(report.engine):
+        summary += (f"; {len(report.engine)} hashed engine file{_s(len(report.engine))} "
+                    "changed since base")
+    if report.merge is not None:
+        summary += f"; {_merge_line(report)}"
+    lines.append(_annotation("notice", summary, None, title="lawkit review"))
+    return "\n".join(lines) + "\n"
+
+
+def as_markdown(report: ReviewReport) -> str:
+    """A short comment body for the change's page: the verdict first, then one row per file."""
+    key = report.key
+    mark = "❌" if report.findings else "✅"
+    out = [f"{mark} **lawkit review: {_verdict(report)}**", "",
+           f"base `{_md(report.base.rev)}` (`{report.base.short}`, {key} "
+           f"`{report.base.digest or 'none'}`) → head `{_md(report.head.rev)}` "
+           f"(`{report.head.short}`, {key} `{report.head.digest}`)", ""]
+    if report.files:
+        out += ["| file | class | from → to | verdict |", "|---|---|---|---|"]
+        for r in report.files:
+            verdict = "✅ ok" if r.ok else "❌ " + "<br>".join(_md(_in_file(f))
+                                                              for f in r.findings)
+            out.append(f"| `{_md(r.path)}` | {r.kind} | {_md_keys(r)} | {verdict} |")
+        out.append("")
+    out.append(_share(report))
+    out += [f"- {_md(line)}" for line in _reasons(report)]
+    out.append("")
+    engine = report.engine
+    if len(engine):
+        out += [f"<details><summary>{len(engine)} hashed engine file{_s(len(engine))} changed "
+                "since base: what the re-keys vouch cannot move host time</summary>", ""]
+        out += [f"- {how} `{_md(path)}`" for how, path in engine.lines()]
+        out += ["", "</details>", ""]
+    else:
+        out += ["No hashed engine file changed since base.", ""]
+    if report.merge is not None:
+        m = report.merge
+        out.append(f"{'❌' if m.findings else '✅'} {_md(_merge_line(report))}")
+        out += [f"- {how} `{_md(path)}`" for how, path in m.moved.lines()]
+        out += [f"- {_md(f.message)}" for f in m.findings if f.kind == "merge-conflict"]
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _verdict(report: ReviewReport) -> str:
+    findings = len(report.findings)
+    if findings:
+        return f"{findings} finding{_s(findings)}"
+    changed = sum(1 for r in report.files)
+    return (f"verified: {changed} law file{_s(changed)} changed, every law names {report.key} "
+            f"{report.head.digest}")
+
+
+def _share(report: ReviewReport) -> str:
+    """How the changed law files split by class, with the re-keyed and refitted shares."""
+    counts = report.counts()
+    changed = sum(counts[kind] for kind in CLASSES if kind != "forgotten")
+    parts = []
+    for kind in CLASSES:
+        n = counts[kind]
+        if n and kind in ("rekey", "refit") and changed:
+            parts.append(f"{n} {_DONE[kind]} ({100 * n / changed:.0f}%)")
+        elif n:
+            parts.append(f"{n} {_DONE[kind]}")
+    body = ", ".join(parts) if parts else "none"
+    return (f"law files changed: {changed} ({body}); {counts['unchanged']} unchanged and "
+            "current")
+
+
+def _reasons(report: ReviewReport) -> list[str]:
+    """Each distinct re-key/adopt reason with its refs and how many files give it."""
+    seen: dict[tuple[str, tuple[str, ...]], int] = {}
+    for r in report.files:
+        for why in dict.fromkeys(r.whys):
+            seen[why, tuple(r.refs)] = seen.get((why, tuple(r.refs)), 0) + 1
+    return [f"why: {why!r}" + (f" (refs {', '.join(refs)})" if refs else "")
+            + f": {n} file{_s(n)}" for (why, refs), n in seen.items()]
+
+
+def _merge_line(report: ReviewReport) -> str:
+    m = report.merge
+    assert m is not None
+    where = f"merge with {m.rev} ({m.commit[:10]})"
+    if m.digest is None:
+        state = "conflicts in hashed engine files: the merged digest is unknown"
+    elif m.digest == report.head.digest:
+        state = f"{report.key} {m.digest}, as at head: the laws stay current"
+    else:
+        state = (f"{report.key} {m.digest}, not {report.head.digest} as at head: the laws will "
+                 "be stale once merged")
+    if m.conflicts:
+        state += f"; {len(m.conflicts)} conflicted file{_s(len(m.conflicts))}"
+    return f"{where}: {state}"
+
+
+def _keys(r: FileReview) -> str:
+    if r.key_from and r.key_to and r.kind != "forgotten":
+        return f"{r.key_from} -> {r.key_to}"
+    return r.key_to or r.key_from or ""
+
+
+def _md_keys(r: FileReview) -> str:
+    text = _keys(r)
+    if not text:
+        return ""
+    return " → ".join(f"`{k}`" for k in text.split(" -> "))
+
+
+def _in_file(finding: Finding) -> str:
+    return f"line {finding.line}: {finding.message}" if finding.line else finding.message
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _annotation(level: str, message: str, finding: Finding | None, *, title: str) -> str:
+    props = []
+    if finding is not None and finding.path is not None:
+        props.append(f"file={_prop(finding.path)}")
+        if finding.line is not None:
+            props.append(f"line={finding.line}")
+    props.append(f"title={_prop(title)}")
+    return f"::{level} {','.join(props)}::{_data(message)}"
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,354 @@
+"""One law file's change under review: its class, and whether its provenance explains it.
+
+Classes (DESIGN.md section 6, `lawkit review`):
+
+    new        only at head
+    removed    only at base
+    rekey      only the key line changed and `rekey` (or `adopt`) entries were appended
+    adopt      only `adopt` entries were appended (and a `provenance:` line, where there was none)
+    refit      a `fit` entry was appended (the laws may change with it)
+    hand-edit  anything else: a finding naming the changed lines
+    invalid    does not parse or validate at head: a finding
+    forgotten  untouched by the change, but not naming the engine digest at head: a finding
+
+A rekey or adopt is checked twice: on the model (the base's data with the head's key and the
+head's new entries is the head's data) and on the text (every line identical but the key's and
+the inserted entries'), since a reviewer reads the diff, not the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import src_digest
+from lawkit import lawfile, review_git
+from lawkit.errors import LawFileError
+
+_SYMLINK = "120000"
+_NOT_BLOBS = ("160000", "040000")
+# The line breaks YAML counts lines by (PyYAML and libyaml alike), so line numbers agree.
+_LINES = re.compile(r"(?<=[\n\x85\u2028\u2029])|(?<=\r)(?!\n)")
+_PROVENANCE_KEY = re.compile(r"[ \t]*provenance[ \t]*:[ \t]*(#.*)?\s*\Z")
+_MAX_SPANS = 6
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem the review found: what, where (workspace-relative file and line) and the fix."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path or ""
+        if self.path is not None and self.line is not None:
+            where = f"{self.path}:{self.line}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+@dataclass
+class FileReview:
+    """One law file's class, its key at base and at head, and what is wrong with it."""
+
+    path: str
+    kind: str
+    key_from: str | None = None
+    key_to: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    whys: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong with the file."""
+        return not self.findings
+
+    def add(self, kind: str, message: str, line: int | None = None) -> None:
+        """Record a finding on this file."""
+        self.findings.append(Finding(kind, message, self.path, line))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A law file at one revision: its text, and the parsed file or why it does not parse."""
+
+    text: str
+    law_file: lawfile.LawFile | None
+    error: LawFileError | None
+
+
+def law_entries(entries: list[src_digest.TreeEntry], laws: str) -> dict[str, src_digest.TreeEntry]:
+    """The law files (`*.yaml` below the laws folder) of a tree listing, by repository path."""
+    out = {}
+    for entry in entries:
+        path = entry.path.decode("utf-8", "surrogateescape")
+        if entry.mode not in _NOT_BLOBS and path.endswith(".yaml") and \
+                review_git.below(laws, path):
+            out[path] = entry
+    return out
+
+
+def identity(entry: src_digest.TreeEntry | None) -> tuple[str, bool] | None:
+    """What makes a law file differ: its blob, and whether it is a symlink (not its x bit)."""
+    return None if entry is None else (entry.oid, entry.mode == _SYMLINK)
+
+
+def blob_needed(entry: src_digest.TreeEntry) -> bool:
+    """Whether reviewing the file needs its blob (a symlink is refused unread)."""
+    return entry.mode != _SYMLINK
+
+
+def load(entry: src_digest.TreeEntry | None, blobs: dict[str, bytes], shown: str,
+         key: str) -> Loaded | None:
+    """The law file of a tree entry, parsed from its blob (None when there is no entry)."""
+    if entry is None:
+        return None
+    if entry.mode == _SYMLINK:
+        error = LawFileError("not a regular file (a symlink): law files are plain files",
+                             path=shown)
+        return Loaded("", None, error)
+    raw = blobs[entry.oid]
+    text = raw.decode("utf-8", "replace")
+    try:
+        return Loaded(text, lawfile.parse(raw, shown, key=key), None)
+    except LawFileError as exc:
+        return Loaded(text, None, exc)
+
+
+@dataclass(frozen=True)
+class Checker:
+    """Classifies and verifies law files against the key name and the engine digest at head."""
+
+    key: str
+    head_digest: str
+    base_rev: str
+
+    def untouched(self, path: str, at_head: Loaded) -> FileReview | None:
+        """A finding for a law file the change left alone, or None when it is current."""
+        if at_head.law_file is None:
+            review = FileReview(path, "invalid")
+            self._invalid(review, at_head)
+            return review
+        key = at_head.law_file.host.key[self.key]
+        if key == self.head_digest:
+            return None
+        review = FileReview(path, "forgotten", key, key)
+        review.add("forgotten", f"forgotten: names {self.key} {key}, but the engine at head "
+                   f"digests to {self.head_digest} and this change leaves the file untouched: "
+                   f"re-key it (lawkit rekey --why TEXT {path}) or refit it",
+                   self._key_line(at_head.law_file))
+        return review
+
+    def classify(self, path: str, at_base: Loaded | None, at_head: Loaded | None) -> FileReview:
+        """The class and findings of a law file that differs between base and head."""
+        base_file = at_base.law_file if at_base else None
+        key_from = base_file.host.key[self.key] if base_file else None
+        if at_head is None:
+            return FileReview(path, "removed", key_from, None)
+        if at_head.law_file is None:
+            review = FileReview(path, "invalid", key_from, None)
+            self._invalid(review, at_head)
+            return review
+        head_file = at_head.law_file
+        review = FileReview(path, "new", key_from, head_file.host.key[self.key])
+        if at_base is None:
+            self._integrity(review, head_file)
+        elif base_file is None:
+            assert at_base.error is not None
+            line, spans = _spans(at_base.text, at_head.text)
+            review.kind = "hand-edit"
+            review.add("hand-edit", f"hand-edit: the file did not parse at base "
+                       f"({at_base.error.detail}) and was changed by hand: {spans}", line)
+        else:
+            self._changed(review, at_base, at_head, base_file, head_file)
+        if review.key_to != self.head_digest:
+            review.add("stale", f"names {self.key} {review.key_to}, but the engine at head "
+                       f"digests to {self.head_digest}: re-key it (lawkit rekey --why TEXT "
+                       f"{path}) or refit it", self._key_line(head_file))
+        return review
+
+    def _changed(self, review: FileReview, at_base: Loaded, at_head: Loaded,
+                 base_file: lawfile.LawFile, head_file: lawfile.LawFile) -> None:
+        before, after = base_file.host.provenance, head_file.host.provenance
+        appended = after[len(before):]
+        kinds = {entry.kind for entry in appended}
+        review.whys = [e.rekey.why for e in appended if e.rekey]
+        review.whys += [e.adopt.why for e in appended if e.adopt]
+        review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
+
+        def hand_edit(why: str, fix: str) -> None:
+            line, spans = _spans(at_base.text, at_head.text)
+            review.kind = "hand-edit"
+            review.add("hand-edit", f"hand-edit: {why}: {spans}: {fix}", line)
+
+        if after[:len(before)] != before:
+            first = next((i for i, (a, b) in enumerate(zip(before, after, strict=False))
+                          if a != b), len(after))
+            hand_edit(f"provenance is append-only, but entry {first + 1} of the base's history "
+                      "was changed or removed", "restore the base's entries")
+            return
+        if "fit" in kinds:
+            review.kind = "refit"
+        elif kinds:
+            problem = _only_key_and_entries(self.key, at_base, at_head, len(before))
+            if problem is not None:
+                hand_edit(problem, "refit it (lawkit fit), or revert those lines and re-key "
+                          "it (lawkit rekey)")
+                return
+            review.kind = "rekey" if "rekey" in kinds else "adopt"
+        else:
+            hand_edit("changed with no provenance entry appended", "refit it (lawkit fit), or "
+                      "revert those lines and re-key it (lawkit rekey)")
+            return
+        self._chain(review, base_file, head_file, appended)
+
+    def _chain(self, review: FileReview, base_file: lawfile.LawFile,
+               head_file: lawfile.LawFile, appended: Sequence[lawfile.ProvenanceEntry]) -> None:
+        """Walk the appended entries from the key at base: each must follow from the one before."""
+        first = len(head_file.host.provenance) - len(appended)
+        key = base_file.host.key[self.key]
+        body: str | None = None
+        for i, entry in enumerate(appended, start=first):
+            line = head_file.line("host", "provenance", i)
+            if entry.rekey:
+                if entry.rekey.from_ != key:
+                    review.add("rekey-from", f"the rekey entry says from {entry.rekey.from_}, "
+                               f"but the law's key at base ({self.base_rev}) is {key}: re-key "
+                               "from the base's key (run lawkit rekey on the change's own "
+                               "base)", line)
+                if not entry.rekey.why.strip():
+                    review.add("rekey-why", "the rekey entry has an empty why: say why the "
+                               "change cannot move host time (lawkit rekey --why TEXT)", line)
+                key = entry.rekey.to
+            elif entry.adopt:
+                if entry.adopt.digest != key:
+                    review.add("adopt-digest", f"the adopt entry names {entry.adopt.digest}, "
+                               f"but the key it adopts is {key}", line)
+                if not entry.adopt.why.strip():
+                    review.add("adopt-why", "the adopt entry has an empty why (lawkit rekey "
+                               "--adopt --why TEXT)", line)
+                key, body = entry.adopt.digest, entry.adopt.body
+            elif entry.fit:
+                key, body = entry.fit.digest, entry.fit.body
+        head_key = head_file.host.key[self.key]
+        last = head_file.line("host", "provenance", len(head_file.host.provenance) - 1)
+        if key != head_key:
+            what = "fit" if review.kind == "refit" else "newest"
+            review.add(f"{review.kind}-digest", f"the {what} entry leaves the key at {key}, but "
+                       f"host.key.{self.key} is {head_key}: the key was edited by hand", last)
+        if body is not None and body != head_file.body_hash():
+            review.add(f"{review.kind}-body", f"the laws' body hash is {head_file.body_hash()}, "
+                       f"but the newest {'fit' if review.kind == 'refit' else 'adopt'} entry "
+                       f"vouches for {body}: the laws were edited after it: refit them "
+                       "(lawkit fit)", last)
+
+    def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
+        """The integrity rule of DESIGN.md section 5, for a file new at head."""
+        entries = head_file.host.provenance
+        if not entries:
+            review.add("unexplained", "a new law file with no provenance: fit it (lawkit fit) "
+                       "or adopt it (lawkit rekey --adopt --why TEXT)", self._key_line(head_file))
+            return
+        line = head_file.line("host", "provenance", len(entries) - 1)
+        if entries[-1].names_digest != review.key_to:
+            review.add("new-digest", f"the newest provenance entry names "
+                       f"{entries[-1].names_digest}, but host.key.{self.key} is "
+                       f"{review.key_to}: the key was edited by hand", line)
+        body = next((e.body for e in reversed(entries) if e.body is not None), None)
+        if body is not None and body != head_file.body_hash():
+            review.add("new-body", f"the laws' body hash is {head_file.body_hash()}, but the "
+                       f"newest fit or adopt entry vouches for {body}: the laws were edited "
+                       "after it: refit them (lawkit fit)", line)
+
+    def _invalid(self, review: FileReview, at_head: Loaded) -> None:
+        assert at_head.error is not None
+        review.add("invalid", f"invalid at head: {at_head.error.detail}", at_head.error.line)
+
+    def _key_line(self, law_file: lawfile.LawFile) -> int | None:
+        return law_file.line("host", "key", self.key)
+
+
+def _only_key_and_entries(key: str, at_base: Loaded, at_head: Loaded, kept: int) -> str | None:
+    """Why a rekey/adopt change is more than the key line and appended entries, or None."""
+    base_file, head_file = at_base.law_file, at_head.law_file
+    assert base_file is not None and head_file is not None
+    # The model: the base's data with the head's key and the head's new entries is the head's.
+    expected = copy.deepcopy(base_file.document.data)
+    head_data = head_file.document.data
+    expected["host"]["key"][key] = head_data["host"]["key"][key]
+    expected["host"]["provenance"] = [*(expected["host"].get("provenance") or []),
+                                      *head_data["host"]["provenance"][kept:]]
+    if expected != head_data:
+        return "more than the key and the new provenance entries changed"
+    # The text: a file without a final newline gets one (as `lawkit rekey` writes it).
+    base_text = at_base.text
+    if base_text and not base_text.endswith(("\n", "\r", "\x85", "\u2028", "\u2029")):
+        base_text += "\r\n" if "\r\n" in base_text else "\n"
+    a, b = _split(base_text), _split(at_head.text)
+    nodes = head_file.document.nodes
+    entry_lines = set()
+    for i in range(kept, len(head_file.host.provenance)):
+        node = nodes[("host", "provenance", i)]
+        if node.start_mark.line != node.end_mark.line:
+            return f"provenance entry {i + 1} is not one line"
+        entry_lines.add(node.start_mark.line)
+    allowed = set(entry_lines)
+    if "provenance" not in base_file.document.data["host"] and entry_lines:
+        above = min(entry_lines) - 1
+        if above >= 0 and _PROVENANCE_KEY.match(b[above]):
+            allowed.add(above)
+    base_key = base_file.document.nodes[("host", "key", key)].start_mark.line
+    head_key = nodes[("host", "key", key)].start_mark.line
+    inserted: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and (i1, i2, j1, j2) == (base_key, base_key + 1, head_key,
+                                                     head_key + 1):
+            continue
+        if tag == "insert" and allowed.issuperset(range(j1, j2)):
+            inserted.update(range(j1, j2))
+            continue
+        return "lines other than the key and the new provenance entries changed"
+    if not entry_lines <= inserted:
+        return "the new provenance entries are not new lines"
+    return None
+
+
+def _split(text: str) -> list[str]:
+    return [line for line in _LINES.split(text) if line]
+
+
+def _spans(base_text: str, head_text: str) -> tuple[int | None, str]:
+    """The first changed line at head and a description of every changed span of lines."""
+    matcher = difflib.SequenceMatcher(None, _split(base_text), _split(head_text), autojunk=False)
+    spans = []
+    first: int | None = None
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        first = j1 + 1 if first is None else first
+        if tag == "delete":
+            spans.append(f"{_count(i2 - i1)} removed after line {j1}" if j1 else
+                         f"{_count(i2 - i1)} removed at the top")
+        else:
+            spans.append(f"{_lines(j1, j2)} {'changed' if tag == 'replace' else 'added'}")
+    if not spans:
+        return None, "no line changed"
+    more = len(spans) - _MAX_SPANS
+    return first, ", ".join(spans[:_MAX_SPANS]) + (f" and {more} more" if more > 0 else "")
+
+
+def _count(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+def _lines(j1: int, j2: int) -> str:
+    return f"line {j1 + 1}" if j2 - j1 == 1 else f"lines {j1 + 1}-{j2}"
