@@ -201,6 +201,10 @@ def manifest_of(
         any_package |= _walk_package(root_b, pkg, kept, found)
     if not found and not allow_empty:
         where = os.fsdecode(root_b)
+        if not os.path.isdir(root_b):
+            raise DigestError(
+                f"the digest root {where} is not a folder: check [tool.lawkit.digest]"
+            )
         if not any_package:
             raise DigestError(
                 f"none of the packages {list(packages)} exists in {where}: "
