@@ -14,6 +14,7 @@ import fcntl
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -24,8 +25,13 @@ LOCK_NAME = ".lawkit.lock"
 
 
 @contextlib.contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on `folder` (a hidden lock file, created once)."""
+def locked(folder: Path, *, timeout: float | None = None, shown: str | None = None,
+           ) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `folder` (a hidden lock file, created once).
+
+    With `timeout`, wait at most that many seconds for another run to let go, then raise
+    RefusalError (`shown` names the folder in the message).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -33,10 +39,27 @@ def locked(folder: Path) -> Iterator[None]:
         raise RefusalError(f"cannot create the lock file: {exc.strerror}",
                            path=str(folder / LOCK_NAME)) from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            _wait_for_lock(fd, timeout, shown or str(folder))
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _wait_for_lock(fd: int, timeout: float, shown: str) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise RefusalError(f"another lawkit run is writing these law files (it holds "
+                                   f"{LOCK_NAME}; waited {timeout:g} s): let it finish, then "
+                                   "run again; nothing was written", path=shown) from None
+            time.sleep(0.05)
 
 
 def remove_stray_temps(folder: Path) -> list[Path]:

@@ -1,0 +1,62 @@
+"""`lawkit rekey`: move laws to the current digest without a refit, one provenance line each."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, LawsOption, app, print_json, run
+
+
+@app.command()
+def rekey(
+    why: Annotated[str, typer.Option(
+        "--why", help="Why the engine change cannot move host time (recorded in each file).",
+        show_default=False)],
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Law files or folders to rekey (default: every law file of the workspace).",
+        show_default=False)] = None,
+    ref: Annotated[list[str] | None, typer.Option(
+        "--ref", help="A reference recorded with the entry (an issue, a PR); repeatable.",
+        show_default=False)] = None,
+    to: Annotated[str | None, typer.Option(
+        "--to", help="The digest to move to (default: the engine's current digest).",
+        show_default=False)] = None,
+    from_: Annotated[str | None, typer.Option(
+        "--from", help="Only rekey laws that name this digest; list the others as skipped.",
+        show_default=False)] = None,
+    adopt: Annotated[bool, typer.Option(
+        "--adopt", help="Adopt laws written before lawkit: append an adopt entry to each file "
+        "without provenance, at the digest it names, and change nothing else.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the unified diff and write nothing.")] = False,
+    json: JsonOption = False,
+    engine: EngineOption = None,
+    laws: LawsOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Give every stale law the new key and one appended rekey entry; nothing else changes.
+
+    Exit 0 when done (or nothing to do), 2 on a refusal: then nothing at all was written.
+    """
+
+    def body() -> int:
+        from lawkit import rekey as lib
+        from lawkit.config import load_workspace
+
+        ws = load_workspace(config=config, engine=engine, laws=laws)
+        report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,
+                           dry_run=dry_run, paths=paths or None)
+        if json:
+            print_json(report.to_json())
+        elif dry_run:
+            sys.stdout.write(report.diff)
+            typer.echo("\n".join(report.lines()), err=True)
+        else:
+            typer.echo("\n".join(report.lines()))
+        return 0
+
+    run(body)

@@ -1,0 +1,349 @@
+"""`lawkit rekey`: move laws to a new digest without a refit, one provenance line per file.
+
+Each law file whose key differs from the target gets exactly two text edits (see `textedit`):
+the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance gets
+one `adopt` entry and nothing else. Every edited text is re-parsed and compared with what the
+edit intends before anything is written; any refusal writes nothing at all (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import dataclasses
+import datetime
+import difflib
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lawkit import fsio, lawfile, textedit
+from lawkit.check import integrity_problems, law_paths
+from lawkit.config import Workspace
+from lawkit.digest import current_digest
+from lawkit.errors import LawFileError, LawkitError, RefusalError
+from lawkit.lawwrite import provenance_entry
+
+LOCK_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file edited (or, in a dry run, to be edited)."""
+
+    path: str
+    kind: str  # "rekey" or "adopt"
+    from_: str
+    to: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    """One file left alone, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RekeyReport:
+    """What a rekey did: files changed, already at the target, skipped; the diff of a dry run."""
+
+    key: str
+    to: str | None
+    adopt: bool
+    dry_run: bool
+    changed: list[Change] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    diff: str = ""
+
+    def lines(self) -> list[str]:
+        """One line per file changed or skipped, then the summary."""
+        verb = "would " if self.dry_run else ""
+        out = []
+        for c in self.changed:
+            if c.kind == "adopt":
+                out.append(f"{verb}{'adopt' if verb else 'adopted'} {c.path} at "
+                           f"{self.key}={c.to}")
+            else:
+                out.append(f"{verb}{'rekey' if verb else 'rekeyed'} {c.path}: {c.from_} -> "
+                           f"{c.to}")
+        out += [f"skipped {s.path}: {s.reason}" for s in self.skipped]
+        return [*out, self.summary()]
+
+    def summary(self) -> str:
+        """One line: how many files changed, were already at the target, were skipped."""
+        n = len(self.changed)
+        files = f"{n} law file{'s' if n != 1 else ''}"
+        if self.adopt:
+            head = f"{'would adopt' if self.dry_run else 'adopted'} {files}" if n else \
+                "nothing to adopt"
+        else:
+            head = f"{'would rekey' if self.dry_run else 'rekeyed'} {files} to " \
+                   f"{self.key}={self.to}" if n else "nothing to rekey"
+        rest = []
+        if self.unchanged:
+            rest.append(f"{len(self.unchanged)} already at {self.key}={self.to}")
+        if self.skipped:
+            rest.append(f"{len(self.skipped)} skipped")
+        return head + (f" ({', '.join(rest)})" if rest else "")
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON document."""
+        return {
+            "key": self.key, "to": self.to, "adopt": self.adopt, "dry_run": self.dry_run,
+            "changed": [{"path": c.path, "kind": c.kind, "from": c.from_, "to": c.to}
+                        for c in self.changed],
+            "unchanged": self.unchanged,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "diff": self.diff,
+        }
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    path: Path
+    shown: str
+    old: bytes
+    new: bytes
+    change: Change
+
+
+class _Skipped(Exception):
+    pass
+
+
+class _AtTarget(Exception):
+    pass
+
+
+def rekey(
+    ws: Workspace,
+    *,
+    why: str,
+    refs: Sequence[str] = (),
+    to: str | None = None,
+    from_: str | None = None,
+    adopt: bool = False,
+    dry_run: bool = False,
+    paths: Sequence[Path] | None = None,
+    at: datetime.datetime | None = None,
+) -> RekeyReport:
+    """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
+
+    With `adopt`, append an `adopt` entry to each file that has no provenance instead.
+    """
+    length, key = ws.digest.length, ws.digest.key
+    why = _one_line(why, "--why")
+    refs = [_one_line(ref, "--ref") for ref in refs]
+    if from_ is not None:
+        _check_digest(from_, "--from", length)
+    if adopt and to is not None:
+        raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
+                          "file names; run lawkit rekey afterwards to move the keys")
+    target = None if adopt else _check_digest(to, "--to", length) if to else current_digest(ws)
+    files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
+    stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
+    when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = RekeyReport(key=key, to=target, adopt=adopt, dry_run=dry_run)
+    lock = contextlib.nullcontext() if dry_run else \
+        fsio.locked(ws.laws, timeout=LOCK_WAIT_S, shown=ws.rel(ws.laws))
+    with lock:
+        if not dry_run:
+            fsio.remove_stray_temps(ws.laws)
+        prepared: list[_Prepared] = []
+        refusals: list[LawkitError] = []
+        for path in files:
+            shown = ws.rel(path)
+            try:
+                if adopt:
+                    prepared.append(_prepare_adopt(path, shown, key, when, why, from_))
+                else:
+                    assert target is not None
+                    prepared.append(_prepare_rekey(path, shown, key, target, when, why, refs,
+                                                   from_))
+            except _AtTarget:
+                report.unchanged.append(shown)
+            except _Skipped as skip:
+                report.skipped.append(Skip(shown, str(skip)))
+            except LawkitError as exc:
+                refusals.append(exc)
+        if refusals:
+            raise _refusal(refusals)
+        report.changed.extend(p.change for p in prepared)
+        if dry_run:
+            return dataclasses.replace(report, diff=_diff(prepared))
+        fsio.replace_files([(p.path, p.new) for p in prepared],
+                           shown={p.path: p.shown for p in prepared})
+    return report
+
+
+def _prepare_rekey(path: Path, shown: str, key: str, target: str, when: str, why: str,
+                   refs: list[str], from_: str | None) -> _Prepared:
+    raw, law_file = _load(path, shown, key)
+    named = law_file.host.key[key]
+    if named == target:
+        raise _AtTarget
+    if from_ is not None and named != from_:
+        raise _Skipped(f"names {named}, not --from {from_}")
+    problems = integrity_problems(law_file, key)
+    if problems:
+        raise RefusalError(problems[0].message, path=shown, line=problems[0].line)
+    fields = {"from": named, "to": target, "at": when, "why": why, "refs": refs}
+    entry = provenance_entry("rekey", fields)
+    edits = [textedit.key_edit(law_file, key, target), textedit.provenance_edit(law_file, entry)]
+    new = _verified(raw, law_file, edits, key, target, {"rekey": fields})
+    return _Prepared(path, shown, raw, new, Change(shown, "rekey", named, target))
+
+
+def _prepare_adopt(path: Path, shown: str, key: str, when: str, why: str,
+                   from_: str | None) -> _Prepared:
+    raw, law_file = _load(path, shown, key)
+    named = law_file.host.key[key]
+    if law_file.host.provenance:
+        raise _Skipped("already adopted (it has provenance)")
+    if from_ is not None and named != from_:
+        raise _Skipped(f"names {named}, not --from {from_}")
+    fields = {"digest": named, "at": when, "why": why, "body": law_file.body_hash()}
+    edits = [textedit.provenance_edit(law_file, provenance_entry("adopt", fields))]
+    new = _verified(raw, law_file, edits, key, named, {"adopt": fields})
+    return _Prepared(path, shown, raw, new, Change(shown, "adopt", named, named))
+
+
+def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) \
+                else "a special file"
+            raise LawFileError(f"not a regular file ({what}): law files are plain files",
+                               path=shown)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
+    return raw, lawfile.parse(raw, shown, key=key)
+
+
+def _verified(raw: bytes, law_file: lawfile.LawFile, edits: list[textedit.Edit], key: str,
+              new_key: str, entry: dict[str, Any]) -> bytes:
+    """The edited bytes, once they are shown to read back as intended and differ by the edits."""
+    shown = law_file.path
+    old_text = law_file.text
+    new_text = textedit.apply_edits(old_text, edits)
+    if not textedit.only_these_edits(old_text, new_text, edits):
+        raise RefusalError("the edit would change more than the key and one provenance line "
+                           "(a lawkit bug: please report it with this file)", path=shown)
+    bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
+    new = bom + new_text.encode("utf-8")
+    try:
+        reread = lawfile.parse(new, shown, key=key)
+    except LawFileError as exc:
+        raise RefusalError(f"the edited file would not read back ({exc.detail}): edit the key "
+                           "and provenance of this file by hand, or report it", path=shown,
+                           line=exc.line) from None
+    if not _reads_as_intended(law_file.document.data, reread.document.data, key, new_key,
+                              entry):
+        raise RefusalError("the edited file would read back with other changes than the key "
+                           "and one provenance entry: edit it by hand, or report it",
+                           path=shown, line=law_file.line("host", "provenance"))
+    return new
+
+
+def _reads_as_intended(old: dict[str, Any], new: Any, key: str, new_key: str,
+                       entry: dict[str, Any]) -> bool:
+    """Whether `new` is `old` with host.key.<key> = new_key and `entry` appended to provenance."""
+    if not isinstance(new, dict) or list(new) != list(old):
+        return False
+    if not all(_same(old[k], new[k]) for k in old if k != "host"):
+        return False
+    old_host, new_host = old["host"], new["host"]
+    names = list(old_host)
+    if "provenance" not in names:
+        names.append("provenance")
+    if not isinstance(new_host, dict) or list(new_host) != names:
+        return False
+    if not all(_same(old_host[k], new_host[k]) for k in old_host if k not in
+               ("key", "provenance")):
+        return False
+    keys = dict(old_host["key"], **{key: new_key})
+    return _same(keys, new_host["key"]) and \
+        _same([*old_host.get("provenance", []), entry], new_host["provenance"])
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal in type and value, recursively, mapping order included (1 is not 1.0 or True)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # nan == nan, 0.0 != -0.0
+    return bool(a == b)
+
+
+def _diff(prepared: list[_Prepared]) -> str:
+    out: list[str] = []
+    for p in prepared:
+        old = _diff_lines(p.old)
+        new = _diff_lines(p.new)
+        for line in difflib.unified_diff(old, new, f"a/{p.shown}", f"b/{p.shown}"):
+            out.append(line if line.endswith("\n") else
+                       line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _diff_lines(raw: bytes) -> list[str]:
+    text = raw.decode("utf-8").removeprefix("\ufeff")
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
+    laws = Path(os.path.abspath(ws.laws))
+    out: dict[Path, None] = {}
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        if path != laws and laws not in path.parents:
+            raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
+                              "workspace's law files (see [tool.lawkit] laws, or --laws)")
+        if path.is_dir():
+            out.update(dict.fromkeys(law_paths(path, ws)))
+        elif path.is_file() or path.is_symlink():
+            out[path] = None
+        else:
+            raise LawkitError(f"{given}: no such law file")
+    return list(out)
+
+
+def _refusal(refusals: list[LawkitError]) -> RefusalError:
+    first = refusals[0]
+    more = len(refusals) - 1
+    tail = f" ({more} more file{'s' if more != 1 else ''} refused: lawkit check lists them)" \
+        if more else ""
+    return RefusalError(f"{first.detail}; nothing was written{tail}", path=first.path,
+                        line=first.line)
+
+
+def _check_digest(value: str, flag: str, length: int) -> str:
+    if not re.fullmatch(f"[0-9a-f]{{{length}}}", value):
+        raise LawkitError(f"{flag} {value!r}: expected a digest of {length} lowercase hex "
+                          "characters, as lawkit digest prints it")
+    return value
+
+
+def _one_line(value: str, flag: str) -> str:
+    text = value.strip()
+    if not text:
+        raise LawkitError(f"{flag}: must not be empty: say why the change cannot move host time"
+                          if flag == "--why" else f"{flag}: must not be empty")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029\ufeff"
+           or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise LawkitError(f"{flag}: one line of printable text, please (no line breaks or "
+                          "control characters)")
+    return text
