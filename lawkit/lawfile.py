@@ -7,7 +7,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import yaml
 from pydantic import (
@@ -22,6 +22,12 @@ from pydantic import (
 
 from lawkit import yamlsafe
 from lawkit.errors import LawFileError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import numpy as np
+    import numpy.typing as npt
 
 SCHEMA = "lawkit/1"
 Scalar = str | bool | int | float
@@ -75,6 +81,33 @@ class Law(BaseModel):
             if term != "1":
                 out.update(dict.fromkeys(term.split(":")))
         return list(out)
+
+    @overload
+    def predict(self, data: Mapping[str, float | str],
+                *, on_domain: Literal["warn", "ignore", "raise"] = ...) -> float: ...
+    @overload
+    def predict(self, data: Mapping[str, float | str],
+                *, on_domain: Literal["mask"]) -> tuple[float, bool]: ...
+    @overload
+    def predict(self, data: Any, *, on_domain: Literal["warn", "ignore", "raise"] = ...
+                ) -> npt.NDArray[np.float64]: ...
+    @overload
+    def predict(self, data: Any, *, on_domain: Literal["mask"]
+                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]: ...
+
+    def predict(self, data: Any, *, on_domain: str = "warn") -> Any:
+        """The law's prediction for `data`: a DataFrame, a mapping of arrays, or of scalars.
+
+        A mapping of scalars gives a float, anything else a float64 array, one value a row.
+        Rows outside the law's domain (or not selected by its where/filter, when the data holds
+        those columns) are predicted all the same; `on_domain` says what else happens:
+        `"warn"` issues a `LawDomainWarning`, `"ignore"` nothing, `"raise"` raises
+        `LawDomainError`, and `"mask"` returns `(values, outside)` with the rows outside marked.
+        A column the law needs and `data` lacks raises a KeyError naming it.
+        """
+        from lawkit.predict import predict
+
+        return predict(self, data, on_domain=on_domain, stacklevel=3)  # type: ignore[arg-type]
 
 
 class FitRecord(BaseModel):
