@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 from lawkit.review import CLASSES, ReviewReport
 from lawkit.review_laws import FileReview, Finding
 
@@ -93,25 +96,27 @@ def _verdict(report: ReviewReport) -> str:
     findings = len(report.findings)
     if findings:
         return f"{findings} finding{_s(findings)}"
-    changed = sum(1 for r in report.files)
-    return (f"verified: {changed} law file{_s(changed)} changed, every law names {report.key} "
+    touched = sum(1 for r in report.files if r.touched)
+    return (f"verified: {touched} law file{_s(touched)} changed, every law names {report.key} "
             f"{report.head.digest}")
 
 
 def _share(report: ReviewReport) -> str:
     """How the changed law files split by class, with the re-keyed and refitted shares."""
-    counts = report.counts()
-    changed = sum(counts[kind] for kind in CLASSES if kind != "forgotten")
+    counts = Counter(r.kind for r in report.files if r.touched)
+    touched = sum(counts.values())
     parts = []
     for kind in CLASSES:
         n = counts[kind]
-        if n and kind in ("rekey", "refit") and changed:
-            parts.append(f"{n} {_DONE[kind]} ({100 * n / changed:.0f}%)")
+        if n and kind in ("rekey", "refit"):
+            parts.append(f"{n} {_DONE[kind]} ({100 * n / touched:.0f}%)")
         elif n:
             parts.append(f"{n} {_DONE[kind]}")
-    body = ", ".join(parts) if parts else "none"
-    return (f"law files changed: {changed} ({body}); {counts['unchanged']} unchanged and "
-            "current")
+    untouched = Counter(r.kind for r in report.files if not r.touched)
+    left = [f"{n} {_DONE[kind]}" for kind, n in sorted(untouched.items())]
+    left.append(f"{report.unchanged} current")
+    return (f"law files changed: {touched}" + (f" ({', '.join(parts)})" if parts else "")
+            + f"; untouched: {', '.join(left)}")
 
 
 def _reasons(report: ReviewReport) -> list[str]:
@@ -120,8 +125,9 @@ def _reasons(report: ReviewReport) -> list[str]:
     for r in report.files:
         for why in dict.fromkeys(r.whys):
             seen[why, tuple(r.refs)] = seen.get((why, tuple(r.refs)), 0) + 1
-    return [f"why: {why!r}" + (f" (refs {', '.join(refs)})" if refs else "")
-            + f": {n} file{_s(n)}" for (why, refs), n in seen.items()]
+    return [f"why: {json.dumps(why, ensure_ascii=False)}"
+            + (f" (refs {', '.join(refs)})" if refs else "") + f": {n} file{_s(n)}"
+            for (why, refs), n in seen.items()]
 
 
 def _merge_line(report: ReviewReport) -> str:
@@ -141,16 +147,13 @@ def _merge_line(report: ReviewReport) -> str:
 
 
 def _keys(r: FileReview) -> str:
-    if r.key_from and r.key_to and r.kind != "forgotten":
-        return f"{r.key_from} -> {r.key_to}"
-    return r.key_to or r.key_from or ""
+    if not r.touched or not (r.key_from or r.key_to):
+        return r.key_to or r.key_from or ""
+    return f"{r.key_from or ''} -> {r.key_to or ''}".strip()
 
 
 def _md_keys(r: FileReview) -> str:
-    text = _keys(r)
-    if not text:
-        return ""
-    return " → ".join(f"`{k}`" for k in text.split(" -> "))
+    return " ".join(f"`{k}`" if k != "->" else "→" for k in _keys(r).split())
 
 
 def _in_file(finding: Finding) -> str:

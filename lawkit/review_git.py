@@ -138,7 +138,7 @@ def list_tree(top: str, treeish: str, paths: Sequence[str]) -> list[src_digest.T
 def read_blobs(top: str, oids: Iterable[str]) -> dict[str, bytes]:
     """The bytes of each blob, each id read once, by one `git cat-file --batch`."""
     try:
-        return src_digest.read_blobs(top, oids)
+        return src_digest.read_blobs(top, list(dict.fromkeys(oids)))
     except src_digest.DigestError as exc:
         raise GitError(str(exc)) from None
 

@@ -63,6 +63,7 @@ class FileReview:
     findings: list[Finding] = field(default_factory=list)
     whys: list[str] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
+    touched: bool = True
 
     @property
     def ok(self) -> bool:
@@ -132,13 +133,13 @@ class Checker:
     def untouched(self, path: str, at_head: Loaded) -> FileReview | None:
         """A finding for a law file the change left alone, or None when it is current."""
         if at_head.law_file is None:
-            review = FileReview(path, "invalid")
+            review = FileReview(path, "invalid", touched=False)
             self._invalid(review, at_head)
             return review
         key = at_head.law_file.host.key[self.key]
         if key == self.head_digest:
             return None
-        review = FileReview(path, "forgotten", key, key)
+        review = FileReview(path, "forgotten", key, key, touched=False)
         review.add("forgotten", f"forgotten: names {self.key} {key}, but the engine at head "
                    f"digests to {self.head_digest} and this change leaves the file untouched: "
                    f"re-key it (lawkit rekey --why TEXT {path}) or refit it",
@@ -182,8 +183,8 @@ class Checker:
         review.whys += [e.adopt.why for e in appended if e.adopt]
         review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
 
-        def hand_edit(why: str, fix: str) -> None:
-            line, spans = _spans(at_base.text, at_head.text)
+        def hand_edit(why: str, fix: str, explained: frozenset[int] = frozenset()) -> None:
+            line, spans = _spans(at_base.text, at_head.text, explained)
             review.kind = "hand-edit"
             review.add("hand-edit", f"hand-edit: {why}: {spans}: {fix}", line)
 
@@ -199,7 +200,7 @@ class Checker:
             problem = _only_key_and_entries(self.key, at_base, at_head, len(before))
             if problem is not None:
                 hand_edit(problem, "refit it (lawkit fit), or revert those lines and re-key "
-                          "it (lawkit rekey)")
+                          "it (lawkit rekey)", _explained(self.key, head_file, len(before)))
                 return
             review.kind = "rekey" if "rekey" in kinds else "adopt"
         else:
@@ -326,13 +327,32 @@ def _split(text: str) -> list[str]:
     return [line for line in _LINES.split(text) if line]
 
 
-def _spans(base_text: str, head_text: str) -> tuple[int | None, str]:
-    """The first changed line at head and a description of every changed span of lines."""
+def _explained(key: str, head_file: lawfile.LawFile, kept: int) -> frozenset[int]:
+    """The head's lines (0-based) a rekey or adopt may change: the key's and the new entries'."""
+    nodes = head_file.document.nodes
+    lines = {nodes[("host", "key", key)].start_mark.line}
+    lines.update(nodes[("host", "provenance", i)].start_mark.line
+                 for i in range(kept, len(head_file.host.provenance)))
+    if kept == 0 and len(lines) > 1:
+        lines.add(min(lines - {nodes[("host", "key", key)].start_mark.line}) - 1)
+    return frozenset(lines)
+
+
+def _spans(base_text: str, head_text: str, explained: frozenset[int] = frozenset()
+           ) -> tuple[int | None, str]:
+    """The first changed line at head and a description of every changed span of lines.
+
+    Spans that only change `explained` head lines (a replaced key line, inserted entries) are
+    left out, so that a hand-edit names the lines no provenance explains.
+    """
     matcher = difflib.SequenceMatcher(None, _split(base_text), _split(head_text), autojunk=False)
     spans = []
     first: int | None = None
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
+            continue
+        if explained.issuperset(range(j1, j2)) and (
+                tag == "insert" or (tag == "replace" and i2 - i1 == j2 - j1 == 1)):
             continue
         first = j1 + 1 if first is None else first
         if tag == "delete":
