@@ -1,0 +1,35 @@
+"""The JSON Schema of law files, from the pydantic models, for editors that validate YAML.
+
+An editor with a YAML language server validates a law file as it is typed when the file starts
+with `# yaml-language-server: $schema=<path or URL of the schema>`; `lawkit schema > FILE`
+writes the schema. What the models check beyond JSON types (term syntax, domain ranges) is
+added where JSON Schema can say it, so the editor flags a malformed term before `lawkit check`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lawkit.lawfile import SCHEMA, LawFile
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
+TERM_PATTERN = rf"^(1|{_COLUMN}(:{_COLUMN})*)$"
+
+
+def law_file_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a `lawkit/1` law file."""
+    schema = LawFile.model_json_schema(by_alias=True)
+    law = schema["$defs"]["Law"]["properties"]
+    law["terms"]["propertyNames"] = {"pattern": TERM_PATTERN}
+    law["terms"]["description"] = ("term -> coefficient; a term is \"1\" (the intercept), a "
+                                   "column, or columns joined by ':'")
+    for branch in law["domain"]["anyOf"]:
+        if branch.get("type") == "object":
+            branch["additionalProperties"].update(minItems=2, maxItems=2)
+    law["where"]["description"] = "the capture rows the law applies to: column -> value or [values]"
+    law["filter"]["description"] = "a --where expression, ANDed with `where`"
+    schema["properties"]["host"]["description"] = "the key, the laws and their history"
+    return {"$schema": DIALECT,
+            "title": f"lawkit law file ({SCHEMA})", **{k: v for k, v in schema.items()
+                                                         if k != "title"}}
