@@ -234,7 +234,7 @@ class Checker:
                 if not entry.adopt.why.strip():
                     review.add("adopt-why", "the adopt entry has an empty why (lawkit rekey "
                                "--adopt --why TEXT)", line)
-                key, body = entry.adopt.digest, entry.adopt.body
+                body = entry.adopt.body  # an adoption vouches for the key; it moves nothing
             elif entry.fit:
                 key, body = entry.fit.digest, entry.fit.body
         head_key = head_file.host.key[self.key]
