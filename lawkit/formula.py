@@ -10,10 +10,15 @@ formula drops it with `- 1`, `+ 0` or a leading `0 +`. Terms keep the order they
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from lawkit.errors import FitError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _COLUMN_TEXT = r"[A-Za-z_][A-Za-z0-9_.]*"
 _TOKEN = re.compile(
@@ -60,6 +65,32 @@ def formula_of(target: str, terms: Iterable[str]) -> Formula:
     if not names:
         raise FitError(f"formula {text!r}: no terms")
     return Formula(target=target, terms=tuple(names), text=text)
+
+
+def design_matrix(columns: Mapping[str, Any], terms: Sequence[str],
+                  rows: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.float64]:
+    """The design matrix of `terms` over `columns` (numeric arrays), one column per term, for
+    the rows selected by `rows` (default: all); `1` is a column of ones."""
+    import numpy as np
+
+    def values(name: str) -> Any:
+        column = np.asarray(columns[name], dtype=np.float64)
+        return column if rows is None else column[rows]
+
+    if rows is not None:
+        n = int(np.count_nonzero(rows))
+    else:
+        n = len(next(iter(columns.values()))) if columns else 0
+    x = np.empty((n, len(terms)), dtype=np.float64, order="F")  # columns contiguous
+    for j, term in enumerate(terms):
+        if term == INTERCEPT:
+            x[:, j] = 1.0
+            continue
+        factors = term.split(":")
+        x[:, j] = values(factors[0])
+        for factor in factors[1:]:
+            x[:, j] *= values(factor)
+    return x
 
 
 class _Parser:

@@ -1,0 +1,746 @@
+"""Capture records: finding, reading and validating CSV, JSON Lines and Parquet files.
+
+A capture file is `*.csv`, `*.jsonl` / `*.ndjson` or `*.parquet` / `*.pq`, each optionally
+gzip-compressed (`*.csv.gz`, ...). `find_captures` expands paths, folders and globs into
+`Capture`s; `read_chunks` reads the columns a `ColumnSpec` names, and only those, as `Chunk`s of
+numpy arrays: the whole file at once, or at most `chunk_rows` rows at a time so that a capture set
+larger than memory streams. Files are read with pyarrow (multi-threaded, floats parsed exactly:
+CSV and JSON floats round-trip bit for bit); a file pyarrow cannot type (a number column holding
+text) is re-read with that column as text and converted here, so that the error names the row.
+
+Validation is per column and per row, and lazy: `Chunk.valid(columns)` is the rows where every
+given column holds what it must (a finite number; >= 0 for a target unless negatives are
+allowed; a non-empty value for a label or digest column), and `Chunk.problem(column, row)` says
+what is wrong in words. A fit checks only the rows and columns each law uses, so a capture may
+carry other columns (an unnamed index column included) and rows other laws select.
+
+Rows are numbered from 1 within each file, counting data records only (a CSV header is not a
+row; in a CSV file without multi-line quoted fields, row N is line N + 1; in a JSON Lines file
+without blank lines, row N is line N).
+
+The digest the captures ran on comes from a text column named after the key (`atom`) or, for
+Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import gzip
+import hashlib
+import io
+import math
+import os
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from lawkit.errors import CaptureError
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+Format = Literal["csv", "jsonl", "parquet"]
+
+SUFFIXES: dict[str, Format] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+                               ".parquet": "parquet", ".pq": "parquet"}
+KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, each optionally .gz"
+METADATA_PREFIX = "lawkit."
+_GLOB_CHARS = set("*?[")
+_BLOCK_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One capture file: where it is, how messages name it, and how it is stored."""
+
+    path: Path
+    shown: str
+    format: Format
+    compressed: bool
+
+    def sha256(self) -> str:
+        """The sha256 of the file's bytes as stored."""
+        try:
+            with self.path.open("rb") as f:
+                return hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError as exc:
+            raise CaptureError(f"cannot read: {exc.strerror}", path=self.shown) from None
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """The columns a fit reads and what each must hold."""
+
+    numbers: tuple[str, ...] = ()
+    """Finite numbers: targets, features, weights (read as float64)."""
+    labels: tuple[str, ...] = ()
+    """Any non-empty value, kept as typed in the file: `--by` and `--where` columns."""
+    digest: str | None = None
+    """The digest column's name (the key, `atom`): optional in a file, text when present."""
+    nonnegative: tuple[str, ...] = ()
+    """Numbers that must also be >= 0 (targets are durations)."""
+
+    def names(self) -> list[str]:
+        """Every column named, in order, once."""
+        out = dict.fromkeys(self.numbers)
+        out.update(dict.fromkeys(self.labels))
+        if self.digest is not None:
+            out[self.digest] = None
+        return list(out)
+
+
+@dataclass
+class Chunk:
+    """Consecutive rows of one capture file: the columns read, and their validity."""
+
+    capture: Capture
+    file_index: int
+    start: int
+    """How many rows of the file precede this chunk (its first row is `start + 1`)."""
+    size: int
+    columns: dict[str, Any]
+    """numbers as float64 arrays (NaN where not a number), labels as typed arrays, the digest
+    column (when the file has one) as an object array of str."""
+    digest: str | None = None
+    """The digest from the file's metadata, when the file has no digest column."""
+    spec: ColumnSpec = field(default_factory=ColumnSpec)
+    _raw: dict[str, Any] = field(default_factory=dict)
+    _empty: dict[str, BoolArray] = field(default_factory=dict)
+    _valid: dict[str, BoolArray] = field(default_factory=dict)
+
+    def valid(self, columns: Iterable[str]) -> BoolArray:
+        """The rows where every column given holds a valid value (see the module docstring)."""
+        mask = np.ones(self.size, dtype=bool)
+        for column in columns:
+            mask &= self._column_valid(column)
+        return mask
+
+    def problem(self, column: str, row: int) -> str:
+        """What is wrong with `column` at chunk row `row`, in words."""
+        raw = self._raw.get(column)
+        empty = self._empty.get(column)
+        if empty is not None and empty[row]:
+            return "empty value"
+        if raw is not None:
+            text = raw[row]
+            if isinstance(text, bool):
+                return f"{'true' if text else 'false'} is not a number"
+            if text is None or (isinstance(text, str) and not text.strip()):
+                return "empty value"
+            if not isinstance(text, (int, float)) and not _is_number_text(text):
+                return f"{_clip(text)!r} is not a number"
+        values = self.columns[column]
+        if column in self.spec.numbers:
+            value = float(values[row])
+            if math.isnan(value):
+                return "NaN is not a number"
+            if math.isinf(value):
+                return f"{'-' if value < 0 else ''}infinity is not a finite number"
+            if value < 0 and column in self.spec.nonnegative:
+                return (f"{value!r} is negative: a target is a duration (pass --allow-negative "
+                        "if negative values are meant, or --drop-invalid to drop such rows)")
+        if column == self.spec.digest:
+            return f"{_clip(values[row])!r} is not a digest"
+        return "empty value"
+
+    def first_invalid(self, columns: Sequence[str], rows: BoolArray | None = None,
+                      ) -> tuple[str, int] | None:
+        """The first (column, chunk row) among `rows` (default all) with an invalid value."""
+        best: tuple[int, int] | None = None
+        for order, column in enumerate(columns):
+            bad = ~self._column_valid(column)
+            if rows is not None:
+                bad &= rows
+            hits = np.flatnonzero(bad)
+            if hits.size and (best is None or hits[0] < best[1]):
+                best = (order, int(hits[0]))
+        if best is None:
+            return None
+        return columns[best[0]], best[1]
+
+    def error(self, column: str, row: int) -> CaptureError:
+        """The CaptureError for an invalid value: file, column, row and what is wrong."""
+        return CaptureError(f"column {column}, row {self.start + row + 1}: "
+                            f"{self.problem(column, row)}", path=self.capture.shown)
+
+    def digests(self) -> Any:
+        """The digest of every row (an object array), or None when the file names none."""
+        if self.spec.digest is not None and self.spec.digest in self.columns:
+            return self.columns[self.spec.digest]
+        if self.digest is not None:
+            return np.full(self.size, self.digest, dtype=object)
+        return None
+
+    def _column_valid(self, column: str) -> BoolArray:
+        cached = self._valid.get(column)
+        if cached is not None:
+            return cached
+        if column not in self.columns and column == self.spec.digest:
+            return np.ones(self.size, dtype=bool)  # an optional column the file does not have
+        values = self.columns[column]
+        ok: BoolArray
+        if column in self.spec.numbers:
+            ok = np.isfinite(values)
+            if column in self.spec.nonnegative:
+                ok &= ~(values < 0)
+        elif values.dtype.kind == "f":
+            ok = ~np.isnan(values)
+        elif values.dtype.kind == "O":
+            ok = np.fromiter((v is not None and v == v and v != "" for v in values), dtype=bool,
+                             count=len(values))
+        else:
+            ok = np.ones(len(values), dtype=bool)
+        empty = self._empty.get(column)
+        if empty is not None:
+            ok &= ~empty
+        self._valid[column] = ok
+        return ok
+
+
+def capture_format(path: Path | str) -> tuple[Format, bool] | None:
+    """The format and compression a file name says, or None for an unknown extension."""
+    name = Path(path).name.lower()
+    compressed = name.endswith(".gz")
+    if compressed:
+        name = name[:-3]
+    for suffix, fmt in SUFFIXES.items():
+        if name.endswith(suffix):
+            return fmt, compressed
+    return None
+
+
+def find_captures(paths: Sequence[str | Path], *, cwd: Path | None = None,
+                  shown: Any = None) -> list[Capture]:
+    """Capture files from paths, folders (every capture file below) and globs, each once.
+
+    `shown(path) -> str` names a file in messages (default: the path as found).
+    """
+    here = (cwd or Path.cwd()).absolute()
+    name = shown or (lambda p: str(p))
+    out: dict[Path, Capture] = {}
+    if not paths:
+        raise CaptureError("no capture files given: name CSV, JSON Lines or Parquet files, "
+                           "folders or globs")
+    for given in paths:
+        text = str(given)
+        if _GLOB_CHARS & set(text):
+            hits = sorted(glob.glob(text if os.path.isabs(text) else str(here / text),
+                                    recursive=True))
+            files = [Path(h) for h in hits if Path(h).is_file()]
+            if not files:
+                raise CaptureError(f"no capture file matches {text!r}")
+            for file in files:
+                if capture_format(file) is None:
+                    continue  # a glob may match other files; a named file may not
+                _add(out, file, name)
+            if not any(capture_format(f) for f in files):
+                raise CaptureError(f"{text!r} matches no capture file ({KNOWN})")
+            continue
+        path = Path(text) if os.path.isabs(text) else here / text
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and capture_format(p))
+            if not found:
+                raise CaptureError(f"no capture file ({KNOWN}) in the folder", path=name(path))
+            for file in found:
+                _add(out, file, name)
+            continue
+        if not path.exists():
+            raise CaptureError("cannot read: no such file", path=name(path))
+        if capture_format(path) is None:
+            raise CaptureError(f"unknown capture format: expected {KNOWN}", path=name(path))
+        _add(out, path, name)
+    return list(out.values())
+
+
+def _add(out: dict[Path, Capture], path: Path, name: Any) -> None:
+    absolute = Path(os.path.abspath(path))
+    key = absolute.resolve()
+    if key in out:
+        return
+    found = capture_format(absolute)
+    assert found is not None
+    out[key] = Capture(path=absolute, shown=name(absolute), format=found[0],
+                       compressed=found[1])
+
+
+def sha256_all(captures: Sequence[Capture], *, threads: int = 4) -> list[str]:
+    """The sha256 of every capture file, hashed in parallel (hashlib releases the GIL)."""
+    if len(captures) <= 1:
+        return [c.sha256() for c in captures]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(Capture.sha256, captures))
+
+
+def read_chunks(capture: Capture, spec: ColumnSpec, *, chunk_rows: int | None = None,
+                file_index: int = 0) -> Iterator[Chunk]:
+    """The rows of one capture file: one Chunk (chunk_rows None) or chunks of at most
+    `chunk_rows` rows. A CaptureError names the file for anything unreadable or missing."""
+    if chunk_rows is not None and chunk_rows < 1:
+        raise ValueError("chunk_rows must be at least 1")
+    reader = {"csv": _CsvReader, "jsonl": _JsonReader, "parquet": _ParquetReader}[capture.format]
+    yield from reader(capture, spec, chunk_rows, file_index).chunks()
+
+
+def read_captures(captures: Sequence[Capture], spec: ColumnSpec, *,
+                  chunk_rows: int | None = None) -> Iterator[Chunk]:
+    """The rows of every capture file in order (see `read_chunks`)."""
+    for index, capture in enumerate(captures):
+        yield from read_chunks(capture, spec, chunk_rows=chunk_rows, file_index=index)
+
+
+# -- readers --------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Read one file into Chunks; subclasses give the arrow batches."""
+
+    def __init__(self, capture: Capture, spec: ColumnSpec, chunk_rows: int | None,
+                 file_index: int) -> None:
+        self.capture = capture
+        self.spec = spec
+        self.chunk_rows = chunk_rows
+        self.file_index = file_index
+        self.rows = 0
+        self.metadata_digest: str | None = None
+        self.has_digest_column = False
+
+    def fail(self, message: str) -> CaptureError:
+        return CaptureError(message, path=self.capture.shown)
+
+    def batches(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def chunks(self) -> Iterator[Chunk]:
+        try:
+            for batch in self.batches():
+                for piece in self._pieces(batch):
+                    yield self._chunk(piece)
+        except CaptureError:
+            raise
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+            raise self.fail(_read_problem(exc, self.capture)) from None
+        except Exception as exc:
+            import pyarrow as pa
+
+            if isinstance(exc, (pa.ArrowException, ValueError)):
+                raise self.fail(_read_problem(exc, self.capture)) from None
+            raise
+
+    def _pieces(self, batch: Any) -> Iterator[Any]:
+        if self.chunk_rows is None or batch.num_rows <= self.chunk_rows:
+            yield batch
+            return
+        for offset in range(0, batch.num_rows, self.chunk_rows):
+            yield batch.slice(offset, self.chunk_rows)
+
+    def check_columns(self, names: Sequence[str]) -> None:
+        present = set(names)
+        for column in self.spec.names():
+            if column not in present and column != self.spec.digest:
+                listing = ", ".join(n if n else '""' for n in names[:30])
+                more = ", ..." if len(names) > 30 else ""
+                raise self.fail(f"no column {column!r} (the file has: {listing}{more})")
+        self.has_digest_column = self.spec.digest is not None and self.spec.digest in present
+
+    def wanted(self) -> list[str]:
+        return [c for c in self.spec.names() if c != self.spec.digest or self.has_digest_column]
+
+    def _chunk(self, batch: Any) -> Chunk:
+        size = batch.num_rows
+        chunk = Chunk(capture=self.capture, file_index=self.file_index, start=self.rows,
+                      size=size, columns={}, digest=self.metadata_digest, spec=self.spec)
+        names = batch.schema.names
+        for column in self.wanted():
+            array = batch.column(names.index(column))
+            if column in self.spec.numbers:
+                self._number_column(chunk, column, array)
+            elif column == self.spec.digest:
+                self._digest_column(chunk, column, array)
+            else:
+                chunk.columns[column] = _label_values(array)
+        if self.metadata_digest is not None and self.has_digest_column:
+            values = chunk.columns[self.spec.digest or ""]
+            clash = np.flatnonzero(chunk.valid([self.spec.digest or ""]) &
+                                   (values != self.metadata_digest))
+            if clash.size:
+                row = int(clash[0])
+                raise self.fail(f"column {self.spec.digest}, row {self.rows + row + 1}: "
+                                f"{values[row]!r} differs from the file's metadata "
+                                f"{METADATA_PREFIX}{self.spec.digest} = "
+                                f"{self.metadata_digest!r}")
+        self.rows += size
+        return chunk
+
+    def _number_column(self, chunk: Chunk, column: str, array: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        kind = array.type
+        if pa.types.is_dictionary(kind):
+            array = array.cast(kind.value_type)
+            kind = array.type
+        empty = _nulls(array) if array.null_count else None
+        if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_decimal(kind):
+            if not pa.types.is_float64(kind):
+                array = pc.cast(array, pa.float64(), safe=False)
+            values = _numbers(array)
+            if empty is not None:
+                values = np.array(values, dtype=np.float64)  # a writable copy
+                values[empty] = np.nan
+        else:
+            raw = _objects(array)
+            values = np.fromiter((_parse_number(v) for v in raw), dtype=np.float64,
+                                 count=len(raw))
+            chunk._raw[column] = raw
+        chunk.columns[column] = values
+        if empty is not None:
+            chunk._empty[column] = empty
+
+    def _digest_column(self, chunk: Chunk, column: str, array: Any) -> None:
+        import pyarrow as pa
+
+        kind = array.type
+        if pa.types.is_dictionary(kind):
+            array = array.cast(kind.value_type)
+            kind = array.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or
+                pa.types.is_string_view(kind) or pa.types.is_null(kind)):
+            raise self.fail(f"column {column} holds {kind} values: a digest is text (write it "
+                            "quoted, e.g. \"68ad8fc6\")")
+        chunk.columns[column] = _objects(array)
+
+
+class _ParquetReader(_Reader):
+    def batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        source: Any = str(self.capture.path)
+        if self.capture.compressed:
+            source = pa.BufferReader(_gunzip(self.capture))
+        parquet = pq.ParquetFile(source)
+        schema = parquet.schema_arrow
+        if self.spec.digest is not None and schema.metadata:
+            raw = schema.metadata.get(f"{METADATA_PREFIX}{self.spec.digest}".encode())
+            if raw is not None:
+                self.metadata_digest = raw.decode("utf-8", "replace")
+        self.check_columns(schema.names)
+        columns = self.wanted()
+        if self.chunk_rows is None:
+            table = parquet.read(columns=columns, use_threads=True)
+            yield _single_batch(table)
+            return
+        yield from parquet.iter_batches(batch_size=self.chunk_rows, columns=columns)
+
+
+class _CsvReader(_Reader):
+    def batches(self) -> Iterator[Any]:
+        names = self._header()
+        self.check_columns(names)
+        yield from self._arrow_batches(as_text=False)
+
+    def _header(self) -> list[str]:
+        with _open_text(self.capture) as f:
+            try:
+                first = next(csv.reader(f))
+            except StopIteration:
+                raise self.fail("empty file: expected a header line naming the columns") \
+                    from None
+            except csv.Error as exc:
+                raise self.fail(f"cannot read the header: {exc}") from None
+        if first and first[0].startswith("\ufeff"):
+            first[0] = first[0][1:]
+        return first
+
+    def _arrow_batches(self, *, as_text: bool, skip: int = 0) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        types = {c: (pa.string() if as_text else pa.float64()) for c in self.spec.numbers}
+        if self.has_digest_column and self.spec.digest is not None:
+            types[self.spec.digest] = pa.string()
+        convert = pcsv.ConvertOptions(include_columns=self.wanted(), column_types=types,
+                                      null_values=[""], strings_can_be_null=True,
+                                      quoted_strings_can_be_null=False)
+        read = pcsv.ReadOptions(block_size=_BLOCK_BYTES, skip_rows_after_names=skip)
+        source = self._source()
+        if self.chunk_rows is None:
+            try:
+                table = pcsv.read_csv(source, read_options=read, convert_options=convert)
+            except pa.ArrowInvalid as exc:
+                if as_text or not _is_conversion_error(exc):
+                    raise
+                yield from self._arrow_batches(as_text=True)
+                return
+            yield _single_batch(table)
+            return
+        done = 0
+        try:
+            with pcsv.open_csv(source, read_options=read, convert_options=convert) as stream:
+                for batch in stream:
+                    yield batch
+                    done += batch.num_rows
+        except pa.ArrowInvalid as exc:
+            if as_text or not _is_conversion_error(exc):
+                raise
+            # A later block holds text in a number column: read the rest as text (the rows
+            # already read stay read) so that the error or --drop-invalid can name the row.
+            yield from self._arrow_batches(as_text=True, skip=skip + done)
+
+    def _source(self) -> Any:
+        import pyarrow as pa
+
+        if self.capture.compressed:
+            return pa.input_stream(str(self.capture.path), compression="gzip")
+        return str(self.capture.path)
+
+
+class _JsonReader(_Reader):
+    def batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.json as pjson
+
+        fields = [pa.field(c, pa.float64()) for c in self.spec.numbers]
+        parse = pjson.ParseOptions(explicit_schema=pa.schema(fields),
+                                   unexpected_field_behavior="infer")
+        read = pjson.ReadOptions(block_size=_BLOCK_BYTES)
+        source = (pa.input_stream(str(self.capture.path), compression="gzip")
+                  if self.capture.compressed else str(self.capture.path))
+        try:
+            table = pjson.read_json(source, read_options=read, parse_options=parse)
+        except pa.ArrowInvalid:
+            table = self._python_table()
+        names = [n for n in table.schema.names
+                 if n not in self.spec.numbers or table.column(n).null_count < table.num_rows]
+        self.check_columns(names if table.num_rows else table.schema.names)
+        table = table.select(self.wanted())
+        if self.chunk_rows is None:
+            yield _single_batch(table)
+        else:
+            yield from table.to_batches(max_chunksize=self.chunk_rows)
+
+    def _python_table(self) -> Any:
+        """Parse line by line (exact floats), to name the line pyarrow would not read."""
+        import json
+
+        import pyarrow as pa
+
+        wanted = self.spec.names()
+        values: dict[str, list[Any]] = {c: [] for c in wanted}
+        seen: set[str] = set()
+        row = 0
+        with _open_text(self.capture) as f:
+            for line_no, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                row += 1
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise self.fail(f"row {row} (line {line_no}): not valid JSON: {exc.msg}") \
+                        from None
+                if not isinstance(record, dict):
+                    raise self.fail(f"row {row} (line {line_no}): expected a JSON object "
+                                    "{\"column\": value, ...}")
+                seen.update(record)
+                for column in wanted:
+                    values[column].append(record.get(column))
+        arrays = {}
+        for column in wanted:
+            if column in seen:
+                arrays[column] = _python_array(values[column])
+        return pa.table(arrays) if arrays else pa.table({"": pa.nulls(row)})
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _label_values(array: Any) -> Any:
+    """A label column as typed: ints as int64, floats as float64, anything else (text, or
+    ints with gaps, which stay ints) as an object array."""
+    import pyarrow as pa
+
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        array = array.cast(kind.value_type)
+        kind = array.type
+    if not array.null_count and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return _numbers(array)
+    if pa.types.is_floating(kind):
+        values = np.array(_numbers(array), dtype=np.float64)
+        values[_nulls(array)] = np.nan
+        return values
+    return _objects(array)
+
+
+# pyarrow's own to_numpy imports pandas (half a second) on first use: these read the buffers.
+_BIG = 100_000
+
+
+def _chunks(array: Any) -> list[Any]:
+    return list(array.chunks) if hasattr(array, "chunks") else [array]
+
+
+def _numbers(array: Any) -> Any:
+    """A numeric arrow array (or chunked array) as numpy, zero-copy for one chunk (read-only);
+    null slots hold whatever the buffer holds (see `_nulls`)."""
+    import pyarrow as pa
+
+    kind = array.type
+    if pa.types.is_boolean(kind) or not (pa.types.is_integer(kind) or
+                                         pa.types.is_floating(kind)):
+        return _objects(array)
+    letter = "f" if pa.types.is_floating(kind) else \
+        "i" if pa.types.is_signed_integer(kind) else "u"
+    dtype = np.dtype(f"{letter}{kind.bit_width // 8}")
+    parts = []
+    for chunk in _chunks(array):
+        data = chunk.buffers()[1]
+        if data is None or len(chunk) == 0:
+            parts.append(np.zeros(len(chunk), dtype=dtype))
+            continue
+        parts.append(np.frombuffer(data, dtype=dtype, count=len(chunk),
+                                   offset=chunk.offset * dtype.itemsize))
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _nulls(array: Any) -> BoolArray:
+    """Where the arrow array is null."""
+    parts = []
+    for chunk in _chunks(array):
+        validity = chunk.buffers()[0]
+        if chunk.null_count == 0 or validity is None:
+            null = np.zeros(len(chunk), dtype=bool)
+            if chunk.null_count == len(chunk) and len(chunk):
+                null[:] = True  # the null type has no buffers
+            parts.append(null)
+            continue
+        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+        parts.append(bits[chunk.offset:chunk.offset + len(chunk)] == 0)
+    if not parts:
+        return np.zeros(0, dtype=bool)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _objects(array: Any) -> Any:
+    """Any arrow array as an object array of Python values (None for null)."""
+    if len(array) > _BIG:  # to_pylist is slow on big columns: pay for pyarrow's path there
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+    values = np.empty(len(array), dtype=object)
+    values[:] = array.to_pylist()
+    return values
+
+
+def _single_batch(table: Any) -> Any:
+    """One RecordBatch-like view of a whole table (columns as ChunkedArrays)."""
+    return _TableBatch(table)
+
+
+class _TableBatch:
+    """A Table seen through the RecordBatch methods the readers use."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.num_rows = int(table.num_rows)
+        self.schema = table.schema
+
+    def column(self, i: int) -> Any:
+        return self.table.column(i)
+
+    def slice(self, offset: int, length: int) -> _TableBatch:
+        return _TableBatch(self.table.slice(offset, length))
+
+
+def _is_number_text(value: Any) -> bool:
+    try:
+        float(str(value).strip())
+    except ValueError:
+        return False
+    return "_" not in str(value)
+
+
+def _parse_number(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).strip()) if "_" not in str(value) else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _python_array(values: list[Any]) -> Any:
+    """An arrow array of JSON values: typed when they agree (ints with floats are numbers),
+    else their JSON text, so that a bad value can be quoted in the message."""
+    import pyarrow as pa
+
+    kinds = {type(v) for v in values if v is not None}
+    if kinds <= {int, float} or kinds == {str} or kinds == {bool}:
+        try:
+            return pa.array(values)
+        except (pa.ArrowException, OverflowError):
+            pass
+    return pa.array([None if v is None else _json_text(v) for v in values], type=pa.string())
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _clip(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_conversion_error(exc: Exception) -> bool:
+    return "conversion error" in str(exc).lower()
+
+
+def _open_text(capture: Capture) -> IO[str]:
+    try:
+        if capture.compressed:
+            return io.TextIOWrapper(gzip.open(capture.path, "rb"), encoding="utf-8",
+                                    newline="")
+        return capture.path.open("r", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise CaptureError(f"cannot read: {exc.strerror}", path=capture.shown) from None
+
+
+def _gunzip(capture: Capture) -> bytes:
+    try:
+        with gzip.open(capture.path, "rb") as f:
+            return f.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CaptureError(_read_problem(exc, capture), path=capture.shown) from None
+
+
+def _read_problem(exc: BaseException, capture: Capture) -> str:
+    text = str(exc)
+    lowered = text.lower()
+    if capture.compressed and (isinstance(exc, EOFError) or "truncated" in lowered or
+                               "end-of-stream" in lowered or "compressed file ended" in lowered):
+        return "truncated gzip file (it ends before the end of its compressed data): copy it " \
+               "again"
+    if capture.compressed and (isinstance(exc, gzip.BadGzipFile) or "not a gzipped" in lowered
+                               or "incorrect header" in lowered or "inflate" in lowered):
+        return "not a valid gzip file (named .gz): decompress it or fix its name"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read: {exc.strerror}"
+    what = {"csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet"}[capture.format]
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"cannot read as {what}: {first}"

@@ -1,0 +1,95 @@
+"""`lawkit fit`: host laws from capture records, into a law file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+
+
+@app.command()
+def fit(
+    captures: Annotated[list[str], typer.Argument(
+        help="Capture files (CSV, JSON Lines, Parquet, optionally .gz), folders or globs.",
+        show_default=False)],
+    out: Annotated[Path, typer.Option(
+        "--out", help="The law file to write; an existing one keeps its other laws.",
+        show_default=False)],
+    formula: Annotated[list[str] | None, typer.Option(
+        "--formula", help="'target ~ 1 + a + b + a:b' ('- 1' or '0 +' drops the intercept); "
+        "repeatable: one law each. None: refit every law of --out.", show_default=False)] = None,
+    by: Annotated[str | None, typer.Option(
+        "--by", help="COL[,COL]: one law per group of values, named target[v1,v2].",
+        show_default=False)] = None,
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Rows to fit: comparisons (== != < <= > >=), 'in [..]', and/or/not, "
+        "e.g. 'phase == \"prefill\" and num_seqs <= 256'.", show_default=False)] = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", help="ols, huber, robust (MM: high-breakdown start, Tukey biweight) or "
+        "nnls (coefficients >= 0). Default: ols, or a refitted law's own.",
+        show_default=False)] = None,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", help="Hold out this fraction (whole files when there are several, else "
+        "random rows with a recorded seed) and score the law on it.",
+        show_default=False)] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="KEY=VALUE: what the file prices (its labels); repeatable.",
+        show_default=False)] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="The law's name (one formula, no --by). Default: its target.",
+        show_default=False)] = None,
+    captured_on: Annotated[str | None, typer.Option(
+        "--captured-on", help="DIGEST|current: the engine digest the captures ran on, when "
+        "they have no 'atom' column or lawkit.atom Parquet metadata.",
+        show_default=False)] = None,
+    allow_negative: Annotated[bool, typer.Option(
+        "--allow-negative", help="Accept negative targets (they are durations otherwise).",
+        )] = False,
+    allow_mixed_digests: Annotated[bool, typer.Option(
+        "--allow-mixed-digests", help="Accept captures that ran on several digests (the key is "
+        "--captured-on).")] = False,
+    drop_invalid: Annotated[bool, typer.Option(
+        "--drop-invalid", help="Drop rows with a missing, non-numeric, non-finite or negative "
+        "value and count them, instead of stopping at the first.")] = False,
+    weight: Annotated[str | None, typer.Option(
+        "--weight", help="A column of row weights (rows that aggregate many steps).",
+        show_default=False)] = None,
+    json: JsonOption = False,
+    engine: EngineOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Fit host laws from capture records and write them, with statistics, domain and
+    provenance, to a law file.
+
+    Exit 0 when written; 2 for a bad capture, formula or flag: then nothing is written.
+    """
+
+    def body() -> int:
+        from lawkit import fit as lib
+        from lawkit.config import load_workspace
+        from lawkit.errors import LawkitError
+
+        labels = {}
+        for item in label or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise LawkitError(f"--label {item!r}: expected KEY=VALUE")
+            labels[key.strip()] = value
+        ws = load_workspace(config=config, engine=engine)
+        request = lib.FitRequest(
+            captures=captures, out=out, formulas=formula or (),
+            by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
+            holdout=holdout, labels=labels, name=name, captured_on=captured_on,
+            allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
+            drop_invalid=drop_invalid, weight=weight)
+        report = lib.run_fit(request, ws)
+        if json:
+            print_json(report.to_json())
+        else:
+            typer.echo("\n".join(report.lines()))
+        return 0
+
+    run(body)

@@ -1,0 +1,893 @@
+"""`lawkit fit`: laws from capture records, with statistics, domain and provenance.
+
+`fit_laws(request, ws)` reads the captures and fits every law; `write_fit(report, ws)` writes
+the law file (`lawkit.lawmerge` does the text edits of an existing one); `run_fit` does both.
+Nothing is written unless every law fitted.
+
+A law to fit is a `LawSpec`: name, target, terms, the `where` mapping and `filter` expression
+that select its rows, the method and an optional weight column. With `--formula`, each formula
+gives one spec, or one per group of `--by` values (named `target[v1,v2]`, each group's values
+added to `where` as typed in the captures: DESIGN.md section 5); with none, every law of the
+existing `--out` file is refitted from its own target, terms, where and filter.
+
+Rows and validation (DESIGN.md section 7): the selection columns (`where`, `filter`, `--by`
+and the digest column) are checked on every row; the fitted columns (target, features,
+weight) on the rows each law selects. A bad value is a CaptureError naming file, column and
+row, unless `drop_invalid`, which drops the row from the laws that read that column and counts
+it in the law's `fit.dropped`.
+
+The `fit` mapping of a law (keys in this order; a key is left out where it has no value):
+
+    method        ols | huber | robust | nnls
+    n             rows fitted (holdout rows excluded; weight-0 rows included)
+    p             terms
+    r2            R^2 (weighted with --weight; centred when the terms hold an intercept)
+    rmse          sqrt(SSR / sum of weights)
+    resid_sd      sqrt(SSR / (n - p))
+    mape          mean |residual| / |target| over rows with target != 0
+    cond          condition number of the column-scaled design
+    stderr        {term: standard error} (those of the final weighted step for huber/robust;
+                  a coefficient nnls holds at 0 has none)
+    ci95          {term: [low, high]}: coef -/+ t(0.975, n - p) * stderr
+    scale         robust scale (huber, robust)
+    downweighted  rows whose robust weight ended below 0.5 (huber, robust)
+    weight        the weight column, with --weight
+    dropped       rows dropped by --drop-invalid (when any)
+    holdout       {split: random, seed: S | split: files, files: [...]; fraction, n, r2, rmse,
+                  mape}: the law scored on held-out rows (unweighted)
+
+The law's `domain` is {feature: [min, max]} over the rows fitted. The file gets one provenance
+entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}`, with
+`digests` listing every digest seen when `--allow-mixed-digests` let several through.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lawkit import __version__, captures, lawfile
+from lawkit.config import Workspace
+from lawkit.errors import CaptureError, FitError, LawkitError
+from lawkit.formula import Formula, design_matrix, formula_of, parse_formula
+from lawkit.where import Expr, format_literal, format_where, law_columns, law_mask, parse_where
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+METHODS = ("ols", "huber", "robust", "nnls")
+CURRENT = "current"
+STREAM_ROWS = 1 << 20
+"""Rows per chunk when a fit streams."""
+IN_MEMORY_BYTES = 2 << 30
+"""Above this estimated size of the numeric columns read, a fit streams."""
+_DIGEST_TEXT = re.compile(r"[0-9a-fA-F]{4,64}\Z")
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """Everything `lawkit fit` is asked to do (the CLI flags, as values)."""
+
+    captures: Sequence[str | Path]
+    out: Path
+    formulas: Sequence[str] = ()
+    by: Sequence[str] = ()
+    where: str | None = None
+    method: str | None = None
+    """None: ols for a new law, a refitted law's own method."""
+    holdout: float | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    name: str | None = None
+    captured_on: str | None = None
+    """A digest, or "current" for the workspace's current digest."""
+    allow_negative: bool = False
+    allow_mixed_digests: bool = False
+    drop_invalid: bool = False
+    weight: str | None = None
+    chunk_rows: int | None = None
+    """Stream the captures in chunks of this many rows; None: in memory unless they are big."""
+    seed: int = 0
+    now: datetime.datetime | None = None
+
+
+@dataclass(frozen=True)
+class LawSpec:
+    """One law to fit: what it predicts from what, on which rows, how."""
+
+    name: str
+    target: str
+    terms: tuple[str, ...]
+    where: dict[str, Any] | None = None
+    filter: str | None = None
+    method: str = "ols"
+    weight: str | None = None
+
+    @property
+    def features(self) -> list[str]:
+        """The feature columns of the terms, in first-use order."""
+        return Formula(self.target, self.terms, "").columns()
+
+    def numbers(self) -> list[str]:
+        """The columns fitted: target, features, weight."""
+        out = dict.fromkeys([self.target, *self.features])
+        if self.weight:
+            out[self.weight] = None
+        return list(out)
+
+    def selectors(self) -> list[str]:
+        """The columns that select its rows."""
+        return law_columns(self.where, self.filter)
+
+    def selection(self) -> str:
+        """Its where and filter as one expression, for messages."""
+        return format_where(self.where, self.filter)
+
+
+@dataclass
+class FittedLaw:
+    """A fitted law: the law-file mapping and what the report says about it."""
+
+    spec: LawSpec
+    law: dict[str, Any]
+    n: int
+    dropped: int
+    replaced: bool = False
+
+
+@dataclass
+class FitReport:
+    """The outcome of a fit: the laws, the digest, the captures, and the file (once written)."""
+
+    out: Path
+    out_shown: str
+    laws: list[FittedLaw]
+    digest: str
+    digests: list[str]
+    records: int
+    captures: list[dict[str, str]]
+    at: str
+    labels: dict[str, Any]
+    kept: list[str] = field(default_factory=list)
+    written: bool = False
+    text: str = ""
+
+    def provenance(self, body: str) -> dict[str, Any]:
+        """The `fit` provenance entry for a file whose laws hash to `body`."""
+        entry: dict[str, Any] = {"digest": self.digest, "at": self.at, "records": self.records,
+                                 "body": body, "captures": self.captures,
+                                 "lawkit": __version__}
+        if len(self.digests) > 1:
+            entry["digests"] = self.digests
+        return entry
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the JSON document `lawkit fit --json` prints."""
+        return {
+            "out": self.out_shown,
+            "written": self.written,
+            "digest": self.digest,
+            "records": self.records,
+            "captures": self.captures,
+            "laws": [{**_json_safe(f.law), "replaced": f.replaced, "dropped": f.dropped}
+                     for f in self.laws],
+            "kept": self.kept,
+        }
+
+    def lines(self) -> list[str]:
+        """What `lawkit fit` prints: one line per law, then the file."""
+        out = []
+        for fitted in self.laws:
+            stats = fitted.law.get("fit", {})
+            parts = [f"n={fitted.n}"]
+            for key in ("r2", "rmse", "mape"):
+                if key in stats:
+                    parts.append(f"{key}={stats[key]:.6g}")
+            if fitted.dropped:
+                parts.append(f"dropped={fitted.dropped}")
+            if "holdout" in stats:
+                hold = stats["holdout"]
+                parts.append(f"holdout n={hold['n']}" + (f" mape={hold['mape']:.6g}"
+                                                        if "mape" in hold else ""))
+            out.append(f"{fitted.spec.name}: {' '.join(parts)}")
+        replaced = sum(f.replaced for f in self.laws)
+        added = len(self.laws) - replaced
+        counts = [f"{added} added"] if added else []
+        if replaced:
+            counts.append(f"{replaced} replaced")
+        if self.kept:
+            counts.append(f"{len(self.kept)} kept")
+        verb = "wrote" if self.written else "would write"
+        out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
+                   f"{self.records} records)")
+        return out
+
+
+def run_fit(request: FitRequest, ws: Workspace) -> FitReport:
+    """Fit the laws and write the file; nothing is written when anything fails."""
+    report = fit_laws(request, ws)
+    write_fit(report, ws)
+    return report
+
+
+def write_fit(report: FitReport, ws: Workspace) -> None:
+    """Write (or merge into) the law file atomically, under the laws' lock."""
+    from lawkit import lawmerge
+
+    lawmerge.write(report, ws)
+
+
+def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
+    """Read the captures and fit every law of the request; writes nothing."""
+    _check_request(request)
+    out = Path(request.out)
+    out_shown = ws.rel(out)
+    existing = _load_existing(out, out_shown, ws)
+    specs = plan_specs(request, existing)
+    found = captures.find_captures(request.captures, shown=ws.rel)
+    hashes = _start_hashing(found)
+    spec = _column_spec(specs, request, ws)
+    source = _Source(found, spec, _chunk_rows(request, found, spec))
+    scan = _scan(source, specs, request)
+    laws = _expand(specs, scan, request)
+    split = _Split.make(request.holdout, request.seed, len(found)) if request.holdout else None
+    fitted = [_fit_one(law, source, scan, request, split) for law in laws]
+    _check_names([f.spec.name for f in fitted])
+    digest, digests = _resolve_digest(scan, request, ws)
+    names = {f.spec.name for f in fitted}
+    if existing is not None:
+        for f in fitted:
+            f.replaced = any(law.name == f.spec.name for law in existing.host.laws)
+    kept = [law.name for law in existing.host.laws if law.name not in names] if existing else []
+    records = [{"path": _provenance_path(c, ws), "sha256": h} for c, h in zip(found, hashes(),
+                                                                              strict=True)]
+    labels: dict[str, Any] = dict(existing.labels or {}) if existing is not None else {}
+    labels.update(request.labels)
+    return FitReport(out=out, out_shown=out_shown, laws=fitted, digest=digest, digests=digests,
+                     records=scan.records, captures=records, at=_timestamp(request.now),
+                     labels=labels, kept=kept)
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def _check_request(request: FitRequest) -> None:
+    if request.method is not None and request.method not in METHODS:
+        raise FitError(f"--method {request.method}: expected one of {', '.join(METHODS)}")
+    if request.holdout is not None and not 0.0 < request.holdout < 1.0:
+        raise FitError(f"--holdout {request.holdout}: expected a fraction between 0 and 1 "
+                       "(0.2 holds out a fifth of the rows)")
+    if not request.formulas:
+        for flag, given in (("--by", request.by), ("--where", request.where),
+                            ("--name", request.name)):
+            if given:
+                raise FitError(f"{flag} needs --formula: with no --formula, each law of the "
+                               "file is refitted from its own target, terms, where and filter")
+    if request.name is not None:
+        if len(request.formulas) > 1 or request.by:
+            raise FitError("--name names a single law: with several --formula or with --by, "
+                           "laws are named after their target (and group values)")
+        if not request.name.strip():
+            raise FitError("--name: expected a non-empty name")
+    if request.chunk_rows is not None and request.chunk_rows < 1:
+        raise FitError("chunk_rows must be at least 1")
+    captured_on = request.captured_on
+    if captured_on is not None and captured_on != CURRENT and \
+            not _DIGEST_TEXT.match(captured_on):
+        raise FitError(f"--captured-on {captured_on!r}: expected a digest (hex, as `lawkit "
+                       "digest` prints it) or 'current'")
+
+
+def _load_existing(out: Path, shown: str, ws: Workspace) -> lawfile.LawFile | None:
+    if not out.exists() and not out.is_symlink():
+        return None
+    return lawfile.load(out, key=ws.digest.key, shown_as=shown)
+
+
+def plan_specs(request: FitRequest, existing: lawfile.LawFile | None) -> list[LawSpec]:
+    """The laws to fit, before `--by` groups are known (a spec per formula, or per law of the
+    existing file when there is no formula)."""
+    if not request.formulas:
+        if existing is None:
+            raise FitError(f"no --formula and {request.out} does not exist: give at least one "
+                           "--formula to fit, or --out an existing law file to refit")
+        return [LawSpec(name=law.name, target=law.target, terms=tuple(law.terms),
+                        where=dict(law.where) if law.where else None, filter=law.filter,
+                        method=request.method or str((law.fit or {}).get("method", "ols")),
+                        weight=request.weight or _str_or_none((law.fit or {}).get("weight")))
+                for law in existing.host.laws]
+    where_expr: Expr | None = parse_where(request.where) if request.where else None
+    mapping = where_expr.as_mapping() if where_expr is not None else None
+    specs = []
+    for text in request.formulas:
+        formula = parse_formula(text)
+        specs.append(LawSpec(
+            name=request.name or formula.target, target=formula.target, terms=formula.terms,
+            where=mapping or None, filter=None if where_expr is None or mapping is not None
+            else where_expr.text, method=request.method or "ols", weight=request.weight))
+    return specs
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _column_spec(specs: Sequence[LawSpec], request: FitRequest,
+                 ws: Workspace) -> captures.ColumnSpec:
+    numbers: dict[str, None] = {}
+    targets: dict[str, None] = {}
+    labels: dict[str, None] = {}
+    for spec in specs:
+        numbers.update(dict.fromkeys(spec.numbers()))
+        targets[spec.target] = None
+        labels.update(dict.fromkeys(spec.selectors()))
+        if spec.weight:
+            targets[spec.weight] = None  # weights are >= 0 whatever --allow-negative says
+    labels.update(dict.fromkeys(request.by))
+    key = ws.digest.key
+    nonnegative = [c for c in targets if c in numbers and
+                   (not request.allow_negative or any(c == s.weight for s in specs))]
+    return captures.ColumnSpec(
+        numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
+        digest=key, nonnegative=tuple(nonnegative))
+
+
+def _chunk_rows(request: FitRequest, found: Sequence[captures.Capture],
+                spec: captures.ColumnSpec) -> int | None:
+    if request.chunk_rows is not None:
+        return request.chunk_rows
+    estimate = 0
+    columns = max(len(spec.names()), 1)
+    for capture in found:
+        try:
+            size = capture.path.stat().st_size
+        except OSError:
+            continue  # the read names the problem
+        if capture.format == "parquet" and not capture.compressed:
+            estimate += _parquet_rows(capture) * columns * 8
+        else:
+            estimate += size * (5 if capture.compressed else 1)
+    return STREAM_ROWS if estimate > IN_MEMORY_BYTES else None
+
+
+def _parquet_rows(capture: captures.Capture) -> int:
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.ParquetFile(str(capture.path)).metadata.num_rows)
+    except Exception:  # unreadable: the read names the problem
+        return 0
+
+
+def _start_hashing(found: Sequence[captures.Capture]) -> Callable[[], list[str]]:
+    """Hash the capture files on a thread while they are read (hashlib releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(captures.sha256_all, found)
+    pool.shutdown(wait=False)
+    return future.result
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class _Source:
+    """The capture rows: chunks kept in memory, or read again from the files for every pass."""
+
+    def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
+                 chunk_rows: int | None) -> None:
+        self.found = list(found)
+        self.spec = spec
+        self.chunk_rows = chunk_rows
+        self._cached: list[captures.Chunk] | None = None
+
+    @property
+    def streaming(self) -> bool:
+        return self.chunk_rows is not None
+
+    def chunks(self, spec: captures.ColumnSpec | None = None) -> Iterator[captures.Chunk]:
+        if self.streaming:
+            yield from captures.read_captures(self.found, spec or self.spec,
+                                              chunk_rows=self.chunk_rows)
+            return
+        if self._cached is None:
+            self._cached = list(captures.read_captures(self.found, self.spec))
+        yield from self._cached
+
+
+@dataclass
+class _Scan:
+    """What one pass over the selection columns found."""
+
+    records: int = 0
+    groups: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
+    selected: dict[int, int] = field(default_factory=dict)
+    digests: dict[str, list[str]] = field(default_factory=dict)
+    undigested: list[str] = field(default_factory=list)
+
+
+def _selector_columns(spec: LawSpec, by: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*spec.selectors(), *by]))
+
+
+def _selection_data(chunk: captures.Chunk, ok: BoolArray) -> Mapping[str, Any]:
+    """The chunk's columns for where/filter, invalid entries replaced by a valid value of the
+    same column, so that comparisons never meet None (the rows are masked out anyway)."""
+    if bool(ok.all()):
+        return chunk.columns
+    data = dict(chunk.columns)
+    for name, values in chunk.columns.items():
+        if values.dtype.kind == "O":
+            good = chunk.valid([name])
+            if not good.all() and good.any():
+                fixed = values.copy()
+                fixed[~good] = values[int(np.flatnonzero(good)[0])]
+                data[name] = fixed
+    return data
+
+
+def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> _Scan:
+    """One pass over the selection columns: label validity, groups, digests, row counts."""
+    scan = _Scan()
+    spec = source.spec
+    scan_spec = captures.ColumnSpec(labels=tuple(c for c in spec.names()
+                                                 if c != spec.digest and
+                                                 any(c in _selector_columns(s, request.by)
+                                                     for s in specs)),
+                                    digest=spec.digest)
+    if source.streaming:
+        # the selection columns may be numbers too: read them as such
+        scan_spec = captures.ColumnSpec(
+            numbers=tuple(c for c in spec.numbers if c in scan_spec.labels),
+            labels=tuple(c for c in scan_spec.labels if c not in spec.numbers),
+            digest=spec.digest)
+    for chunk in source.chunks(scan_spec if source.streaming else None):
+        scan.records += chunk.size
+        digests = chunk.digests()
+        if digests is None and chunk.start == 0:
+            scan.undigested.append(chunk.capture.shown)
+        used = np.zeros(chunk.size, dtype=bool)
+        for i, law in enumerate(specs):
+            columns = _selector_columns(law, request.by)
+            if digests is not None and spec.digest is not None:
+                columns.append(spec.digest)
+            ok = _valid_or_raise(chunk, columns, None, request.drop_invalid)
+            rows = ok & law_mask(law.where, law.filter, _selection_data(chunk, ok))
+            scan.selected[i] = scan.selected.get(i, 0) + int(np.count_nonzero(rows))
+            used |= rows
+            if request.by:
+                seen = scan.groups.setdefault(i, [])
+                seen.extend(_group_keys(chunk, request.by, rows))
+        if digests is not None and used.any():
+            for value in dict.fromkeys(digests[used].tolist()):
+                files = scan.digests.setdefault(str(value), [])
+                if chunk.capture.shown not in files:
+                    files.append(chunk.capture.shown)
+    for i in scan.groups:
+        scan.groups[i] = _sorted_keys(scan.groups[i])
+    return scan
+
+
+def _valid_or_raise(chunk: captures.Chunk, columns: Sequence[str], rows: BoolArray | None,
+                    drop: bool) -> BoolArray:
+    """The rows (of `rows`) valid in `columns`; without `drop`, an error at the first bad one."""
+    ok = chunk.valid(columns)
+    if not drop:
+        first = chunk.first_invalid(list(columns), rows)
+        if first is not None:
+            raise chunk.error(*first)
+    return ok
+
+
+def _group_keys(chunk: captures.Chunk, by: Sequence[str], rows: BoolArray) -> list[tuple[Any, ...]]:
+    """The distinct tuples of `by` values among `rows`."""
+    if not rows.any():
+        return []
+    coded = [_factorize(chunk.columns[c][rows]) for c in by]
+    combined = np.zeros(int(np.count_nonzero(rows)), dtype=np.int64)
+    for uniques, codes in coded:
+        combined = combined * len(uniques) + codes
+    keys = []
+    for value in np.unique(combined).tolist():
+        key = []
+        for uniques, _codes in reversed(coded):
+            value, at = divmod(value, len(uniques))
+            key.append(uniques[at])
+        keys.append(tuple(reversed(key)))
+    return keys
+
+
+def _factorize(values: Any) -> tuple[list[Any], npt.NDArray[np.int64]]:
+    """(distinct values as Python values, the code of every row)."""
+    if values.dtype.kind in "iufb":
+        uniques, codes = np.unique(values, return_inverse=True)
+        return [_python(v) for v in uniques], codes.astype(np.int64).reshape(-1)
+    if len(values) > 100_000:  # pandas' C hash table; its import costs more on small inputs
+        import pandas as pd
+
+        codes, uniques = pd.factorize(values)
+        return [_python(v) for v in uniques], np.asarray(codes, dtype=np.int64)
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values.tolist()),
+                        dtype=np.int64, count=len(values))
+    return list(index), codes
+
+
+def _python(value: Any) -> Any:
+    """A numpy scalar as the Python value it stands for (int stays int)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _sorted_keys(keys: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    def order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple((0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool)
+                     else (1, 0, str(v)) for v in key)
+
+    return sorted(dict.fromkeys(keys), key=order)
+
+
+def _expand(specs: Sequence[LawSpec], scan: _Scan, request: FitRequest) -> list[LawSpec]:
+    """One law per spec, or per group of `--by` values; an empty selection is an error."""
+    laws = []
+    for i, spec in enumerate(specs):
+        if not scan.selected.get(i):
+            raise _empty_selection(spec, scan)
+        if not request.by:
+            laws.append(spec)
+            continue
+        for key in scan.groups.get(i, []):
+            where = dict(spec.where or {})
+            where.update(zip(request.by, key, strict=True))
+            name = f"{spec.target}[{','.join(_name_part(v) for v in key)}]"
+            laws.append(LawSpec(name=name, target=spec.target, terms=spec.terms, where=where,
+                                filter=spec.filter, method=spec.method, weight=spec.weight))
+    return laws
+
+
+def _name_part(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return format_literal(value)
+
+
+def _empty_selection(spec: LawSpec, scan: _Scan) -> FitError:
+    selection = spec.selection()
+    if not scan.records:
+        return FitError(f"law {spec.name}: the captures hold no rows")
+    return FitError(f"law {spec.name}: no capture row matches where {selection!r} (of "
+                    f"{scan.records} rows read): check the values with the captures' own "
+                    "spelling and types")
+
+
+def _check_names(names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise FitError(f"two laws would be named {name!r}: give each formula its own "
+                           "target, fit them into separate files, or use --name for one")
+        seen.add(name)
+
+
+# -- fitting ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Split:
+    """Which rows are held out: whole files when there are several, else rows at random."""
+
+    fraction: float
+    seed: int
+    files: frozenset[int] | None
+
+    @classmethod
+    def make(cls, fraction: float, seed: int, nfiles: int) -> _Split:
+        if nfiles > 1:
+            count = min(max(1, round(fraction * nfiles)), nfiles - 1)
+            order = np.random.default_rng(seed).permutation(nfiles)
+            return cls(fraction, seed, frozenset(int(i) for i in order[:count]))
+        return cls(fraction, seed, None)
+
+    def held(self, chunk: captures.Chunk) -> BoolArray:
+        if self.files is not None:
+            return np.full(chunk.size, chunk.file_index in self.files, dtype=bool)
+        # A hash of (seed, file, row): the same rows whatever the chunking (splitmix64).
+        rows = np.arange(chunk.start, chunk.start + chunk.size, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            z = rows + np.uint64((self.seed * 0x9E3779B97F4A7C15 + chunk.file_index)
+                                 & 0xFFFFFFFFFFFFFFFF)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+        uniform = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        held: BoolArray = uniform < self.fraction
+        return held
+
+    def describe(self, found: Sequence[str]) -> dict[str, Any]:
+        if self.files is not None:
+            return {"split": "files", "files": [found[i] for i in sorted(self.files)],
+                    "fraction": self.fraction}
+        return {"split": "random", "seed": self.seed, "fraction": self.fraction}
+
+
+@dataclass
+class _Rows:
+    """Per law: the rows dropped and the domain of the rows fitted, filled while reading."""
+
+    dropped: int = 0
+    low: dict[str, float] = field(default_factory=dict)
+    high: dict[str, float] = field(default_factory=dict)
+
+    def see(self, chunk: captures.Chunk, features: Sequence[str], rows: BoolArray) -> None:
+        if not rows.any():
+            return
+        for name in features:
+            values = chunk.columns[name][rows]
+            lo, hi = float(values.min()), float(values.max())
+            self.low[name] = min(self.low.get(name, lo), lo)
+            self.high[name] = max(self.high.get(name, hi), hi)
+
+
+def _law_rows(law: LawSpec, chunk: captures.Chunk, request: FitRequest, split: _Split | None,
+              digest_column: str | None, *, holdout: bool = False,
+              ) -> tuple[BoolArray, int]:
+    """The chunk rows a law fits (or scores, with `holdout`) and how many it dropped."""
+    selectors = _selector_columns(law, ())
+    if digest_column is not None and chunk.digests() is not None and \
+            digest_column in chunk.columns:
+        selectors.append(digest_column)
+    ok = chunk.valid(selectors)  # the scan raised on these already unless dropping
+    rows = ok & law_mask(law.where, law.filter, _selection_data(chunk, ok))
+    if split is not None:
+        held = split.held(chunk)
+        rows &= held if holdout else ~held
+    numbers = law.numbers()
+    good = _valid_or_raise(chunk, numbers, rows, request.drop_invalid)
+    dropped = int(np.count_nonzero(rows & ~good)) + int(np.count_nonzero(~ok))
+    return rows & good, dropped
+
+
+def _fit_one(law: LawSpec, source: _Source, scan: _Scan, request: FitRequest,
+             split: _Split | None) -> FittedLaw:
+    from lawkit import solve
+
+    seen = _Rows()
+    key = source.spec.digest
+    features = law.features
+
+    def design(chunk: captures.Chunk, rows: BoolArray) -> tuple[FloatArray, FloatArray,
+                                                                 FloatArray | None]:
+        everything = bool(rows.all())
+        pick = None if everything else rows
+        x = design_matrix(chunk.columns, law.terms, pick)
+        y = chunk.columns[law.target] if everything else chunk.columns[law.target][rows]
+        w = None
+        if law.weight:
+            w = chunk.columns[law.weight] if everything else chunk.columns[law.weight][rows]
+        return x, y, w
+
+    def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
+        seen.dropped = 0
+        for chunk in source.chunks():
+            rows, dropped = _law_rows(law, chunk, request, split, key)
+            seen.dropped += dropped
+            seen.see(chunk, features, rows)
+            if rows.any():
+                yield design(chunk, rows)
+
+    try:
+        if source.streaming and law.method == "ols":
+            result = solve.fit_ols_streamed(pieces, law.terms)
+        else:
+            parts = list(pieces())
+            if not parts:
+                raise FitError("every row it selects was dropped as invalid" if seen.dropped
+                               else "no rows to fit")
+            x, y, w = _stack(parts)
+            parts.clear()
+            result = solve.fit(x, y, law.terms, method=law.method, weights=w)
+            del x, y, w
+    except FitError as exc:
+        selection = law.selection()
+        where = f" (where {selection})" if selection else ""
+        raise FitError(f"law {law.name}{where}: {exc.detail}") from None
+    holdout = None
+    if split is not None:
+        holdout = _score_holdout(law, result.coef, source, request, split)
+    stats = fit_statistics(result, weight=law.weight, dropped=seen.dropped, holdout=holdout,
+                           split=split.describe([c.shown for c in source.found])
+                           if split else None)
+    domain = {name: [seen.low[name], seen.high[name]] for name in features if name in seen.low}
+    mapping: dict[str, Any] = {"name": law.name, "target": law.target, "where": law.where,
+                               "filter": law.filter,
+                               "terms": {t: float(c) for t, c in zip(law.terms, result.coef,
+                                                                     strict=True)},
+                               "fit": stats, "domain": domain or None}
+    return FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped)
+
+
+def _stack(parts: list[tuple[FloatArray, FloatArray, FloatArray | None]],
+           ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    if len(parts) == 1:
+        return parts[0]
+    x = np.asfortranarray(np.concatenate([p[0] for p in parts]))
+    y = np.concatenate([p[1] for p in parts])
+    w = None if parts[0][2] is None else np.concatenate([p[2] for p in parts
+                                                         if p[2] is not None])
+    return x, y, w
+
+
+def _score_holdout(law: LawSpec, coef: Sequence[float], source: _Source, request: FitRequest,
+                   split: _Split) -> dict[str, Any]:
+    b = np.asarray(coef, dtype=np.float64)
+    n = 0
+    mean = m2 = ssr = ape = 0.0
+    nonzero = 0
+    for chunk in source.chunks():
+        rows, _dropped = _law_rows(law, chunk, request, split, source.spec.digest, holdout=True)
+        if not rows.any():
+            continue
+        x = design_matrix(chunk.columns, law.terms, rows)
+        y = chunk.columns[law.target][rows]
+        r = y - x @ b
+        k = len(y)
+        chunk_mean = float(np.mean(y))
+        chunk_m2 = float(np.sum((y - chunk_mean) ** 2))
+        delta = chunk_mean - mean
+        total = n + k
+        mean += delta * k / total
+        m2 += chunk_m2 + delta * delta * n * k / total
+        n = total
+        ssr += float(np.dot(r, r))
+        nz = y != 0.0
+        ape += float(np.sum(np.abs(r[nz]) / np.abs(y[nz])))
+        nonzero += int(np.count_nonzero(nz))
+    out: dict[str, Any] = {"n": n}
+    if n:
+        out["r2"] = 1.0 - ssr / m2 if m2 > 0.0 else math.nan
+        out["rmse"] = math.sqrt(ssr / n)
+        out["mape"] = ape / nonzero if nonzero else math.nan
+    return out
+
+
+def fit_statistics(result: Any, *, weight: str | None = None, dropped: int = 0,
+                   holdout: Mapping[str, Any] | None = None,
+                   split: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A law's `fit` mapping from a `solve.FitResult` (the shape is in the module docstring);
+    non-finite values are left out (a law file holds finite numbers only)."""
+    stats: dict[str, Any] = {"method": result.method, "n": int(result.n), "p": int(result.p)}
+    for key in ("r2", "rmse", "resid_sd", "mape", "cond"):
+        _put(stats, key, getattr(result, key))
+    stderr = {t: float(s) for t, s in zip(result.terms, result.stderr, strict=True)
+              if math.isfinite(s)}
+    if stderr:
+        stats["stderr"] = stderr
+        dof = int(result.n) - int(result.p)
+        if dof > 0:
+            from scipy.special import stdtrit
+
+            t = float(stdtrit(dof, 0.975))
+            stats["ci95"] = {term: [float(c - t * stderr[term]), float(c + t * stderr[term])]
+                             for term, c in zip(result.terms, result.coef, strict=True)
+                             if term in stderr}
+    if getattr(result, "scale", None) is not None:
+        _put(stats, "scale", result.scale)
+    if getattr(result, "downweighted", None) is not None:
+        stats["downweighted"] = int(result.downweighted)
+    if weight:
+        stats["weight"] = weight
+    if dropped:
+        stats["dropped"] = int(dropped)
+    if holdout is not None:
+        hold: dict[str, Any] = dict(split or {})
+        hold["n"] = int(holdout["n"])
+        for key in ("r2", "rmse", "mape"):
+            if key in holdout:
+                _put(hold, key, holdout[key])
+        stats["holdout"] = hold
+    return stats
+
+
+def _put(mapping: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None and math.isfinite(float(value)):
+        mapping[key] = float(value)
+
+
+# -- the digest -------------------------------------------------------------------------------
+
+
+def _resolve_digest(scan: _Scan, request: FitRequest, ws: Workspace) -> tuple[str, list[str]]:
+    """The digest the laws are keyed to, and every digest the captures named."""
+    seen = list(scan.digests)
+    key = ws.digest.key
+    for value in seen:
+        if not _DIGEST_TEXT.match(value):
+            files = ", ".join(scan.digests[value])
+            raise CaptureError(f"{files}: the digest {value!r} (column {key} or metadata "
+                               f"{captures.METADATA_PREFIX}{key}) is not a hex digest as `lawkit "
+                               "digest` prints it")
+    if len(seen) > 1 and not request.allow_mixed_digests:
+        listing = "; ".join(f"{d} ({', '.join(files)})" for d, files in scan.digests.items())
+        raise CaptureError(f"the captures ran on {len(seen)} engine digests: {listing}. Fit "
+                           f"each digest's captures on its own (--where '{key} == \"...\"'), or "
+                           "pass --allow-mixed-digests with --captured-on naming the key")
+    given = request.captured_on
+    if given == CURRENT:
+        from lawkit.digest import current_digest
+
+        given = current_digest(ws)
+        shown = f"--captured-on current ({given})"
+    else:
+        shown = f"--captured-on {given}"
+    if given is not None:
+        if seen and given not in seen:
+            raise CaptureError(f"{shown} conflicts with the captures, which name "
+                               f"{', '.join(seen)} (column {key} or metadata "
+                               f"{captures.METADATA_PREFIX}{key}): drop --captured-on or fix "
+                               "the captures")
+        return given, sorted(seen) if seen else [given]
+    if len(seen) == 1:
+        if scan.undigested:
+            raise CaptureError(f"{', '.join(scan.undigested)}: no digest ({key} column or "
+                               f"{captures.METADATA_PREFIX}{key} metadata) while other captures "
+                               f"name {seen[0]}: pass --captured-on {seen[0]} if they ran on it")
+        return seen[0], seen
+    if len(seen) > 1:
+        raise CaptureError("with --allow-mixed-digests, pass --captured-on DIGEST to say which "
+                           f"digest the laws are keyed to (the captures name {', '.join(seen)})")
+    raise CaptureError(f"the captures do not say which engine digest they ran on (no {key!r} "
+                       f"column, no Parquet metadata {captures.METADATA_PREFIX}{key}): pass "
+                       "--captured-on DIGEST, or --captured-on current for the workspace's "
+                       "current digest")
+
+
+# -- provenance helpers -------------------------------------------------------------------------
+
+
+def _provenance_path(capture: captures.Capture, ws: Workspace) -> str:
+    """Relative to the workspace root, or the bare file name outside it: never absolute."""
+    try:
+        return capture.path.relative_to(ws.root).as_posix()
+    except ValueError:
+        return capture.path.name
+
+
+def _timestamp(now: datetime.datetime | None) -> str:
+    moment = now or datetime.datetime.now(datetime.UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+__all__ = [
+    "FitReport",
+    "FitRequest",
+    "FittedLaw",
+    "LawSpec",
+    "LawkitError",
+    "fit_laws",
+    "fit_statistics",
+    "formula_of",
+    "plan_specs",
+    "run_fit",
+    "write_fit",
+]
