@@ -233,7 +233,7 @@ def _check_finite(name: str, col: Array, lo: float, hi: float, offset: int) -> N
         return
     bad = np.flatnonzero(~(np.abs(col) <= MAX_VALUE))
     row = int(bad[0]) + offset if bad.size else offset
-    value = col[row - offset] if bad.size else float("nan")
+    value = float(col[row - offset]) if bad.size else math.nan
     raise FitError(f"{name} is {value!r} on row {row}: every value must be finite and within "
                    f"±{MAX_VALUE:g}")
 
@@ -242,8 +242,8 @@ def _check_weights(w: Array, offset: int) -> None:
     """FitError unless every weight is finite and non-negative."""
     if w.size and not (w.min() >= 0.0 and w.max() <= MAX_VALUE):
         bad = np.flatnonzero(~((w >= 0.0) & (w <= MAX_VALUE)))
-        raise FitError(f"weight is {w[bad[0]]!r} on row {int(bad[0]) + offset}: weights must be "
-                       "finite and >= 0")
+        raise FitError(f"weight is {float(w[bad[0]])!r} on row {int(bad[0]) + offset}: "
+                       "weights must be finite and >= 0")
 
 
 # ---------------------------------------------------------------- pass 1: the R factor
@@ -254,22 +254,29 @@ def _blocks(n: int, size: int = _BLOCK) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + size)
 
 
-def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None) -> Array:
-    """R factor of [r; sqrt(w)·[x y]] by blocked Householder QR (LAPACK dgeqrf)."""
+def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None) -> tuple[Array, Array, Array]:
+    """R factor of [r; sqrt(w)·[x y]] by blocked Householder QR (LAPACK dgeqrf).
+
+    Also returns the column minima and maxima of [x y], taken while the block is in cache.
+    """
     q = r.shape[0]
+    lo, hi = np.full(q, np.inf), np.full(q, -np.inf)
     work = np.empty((min(_BLOCK, x.shape[0]) + q, q), order="F")
     for start, stop in _blocks(x.shape[0]):
         k = stop - start
         work[:q] = r
-        work[q : q + k, : q - 1] = x[start:stop]
-        work[q : q + k, q - 1] = y[start:stop]
+        block = work[q : q + k]
+        block[:, : q - 1] = x[start:stop]
+        block[:, q - 1] = y[start:stop]
+        np.minimum(lo, block.min(axis=0), out=lo)
+        np.maximum(hi, block.max(axis=0), out=hi)
         if sw is not None:
-            work[q : q + k] *= sw[start:stop, None]
+            block *= sw[start:stop, None]
         qr, _tau, _work, info = lapack.dgeqrf(work[: q + k], lwork=64 * q, overwrite_a=True)
         if info != 0:  # pragma: no cover - LAPACK argument errors are bugs
             raise RuntimeError(f"dgeqrf failed with info={info}")
         r = np.triu(qr[:q])
-    return r
+    return r, lo, hi
 
 
 def _moments(y: Array, w: Array | None) -> tuple[float, float, float]:
@@ -324,19 +331,17 @@ def _fold(state: PartialFit | None, names: tuple[str, ...], xa: Array, ya: Array
           wa: Array | None, offset: int) -> PartialFit:
     """fold_chunk on checked arrays; ``offset`` numbers the rows in error messages."""
     p = len(names)
-    if xa.shape[0]:
-        lo, hi = xa.min(axis=0), xa.max(axis=0)
-        for j, name in enumerate(names):
-            _check_finite(f"term {name}", xa[:, j], float(lo[j]), float(hi[j]), offset)
-        _check_finite("target", ya, float(ya.min()), float(ya.max()), offset)
-    else:
-        lo, hi = np.full(p, np.inf), np.full(p, -np.inf)
     sw = None
     if wa is not None:
         _check_weights(wa, offset)
         sw = np.sqrt(wa)
     r0 = np.zeros((p + 1, p + 1)) if state is None else state.r
-    r = _fold_rows(r0, xa, ya, sw)
+    r, lo, hi = _fold_rows(r0, xa, ya, sw)
+    # NaN propagates into min/max and inf shows in them, so the extremes check every value.
+    for j, name in enumerate((*(f"term {t}" for t in names), "target") if xa.size else ()):
+        col = xa[:, j] if j < p else ya
+        _check_finite(name, col, float(lo[j]), float(hi[j]), offset)
+    lo, hi = lo[:p], hi[:p]
     moments = _moments(ya, wa)
     n = xa.shape[0]
     if state is not None:
@@ -362,7 +367,7 @@ def merge(a: PartialFit | ResidualPass, b: PartialFit | ResidualPass
     if isinstance(a, PartialFit) and isinstance(b, PartialFit):
         if a.terms != b.terms:
             raise ValueError(f"partial fits over different terms: {a.terms} and {b.terms}")
-        r = _fold_rows(a.r, b.r[:, :-1], b.r[:, -1], None)
+        r = _fold_rows(a.r, b.r[:, :-1], b.r[:, -1], None)[0]
         moments = _merge_moments((a.sum_w, a.mean_y, a.m2_y), (b.sum_w, b.mean_y, b.m2_y))
         return PartialFit(a.terms, r, a.n + b.n, *moments,
                           col_min=np.minimum(a.col_min, b.col_min),
@@ -386,7 +391,7 @@ class _PassKernel:
 
     def __init__(self, p: int, rows: int) -> None:
         width = 1 << max(rows - 1, 0).bit_length()  # a power of two: the tree halves evenly
-        self.mat = [np.empty((p, width)) for _ in range(5)]  # xt, xh, xl, prod, err
+        self.mat = [np.empty((p, width)) for _ in range(6)]  # xt, xh, xl, prod, err, scratch
         self.half = [np.empty((p, max(width // 2, 1))) for _ in range(4)]
         self.vec = [np.empty(width) for _ in range(4)]
 
@@ -395,7 +400,7 @@ class _PassKernel:
         """Double-double X'W r, SSR and the MAPE sums of one block at coefficients b."""
         k = x.shape[0]
         width = 1 << max(k - 1, 0).bit_length()
-        xt, xh, xl, prod, err = (m[:, :k] for m in self.mat)
+        xt, xh, xl, prod, err = (m[:, :k] for m in self.mat[:5])
         np.copyto(xt, x.T)
         yb = y
         if w is not None:
@@ -412,9 +417,8 @@ class _PassKernel:
         prod = self.mat[3][:, :width]
         np.multiply(xt, r_hi, out=prod[:, :k])
         prod[:, k:] = 0.0
-        np.multiply(xh, rh, out=err)
-        err -= prod[:, :k]  # exact: the rounding error of xh·rh
-        lo = err.sum(axis=1) + xh @ rl + xl @ r_hi + xt @ r_lo
+        _product_error(xh, xl, rh, rl, prod[:, :k], err, self.mat[5][:, :k])
+        lo = err.sum(axis=1) + xt @ r_lo
         hi = self._tree_sum(prod, lo)
         ssr = float(np.dot(r_hi, r_hi)) + 2.0 * float(np.dot(r_hi, r_lo))
         # |r_w| / |y_w| == |r| / |y| as sqrt(w) cancels; rows of weight 0 have y_w == 0.
@@ -430,10 +434,8 @@ class _PassKernel:
         k = y.shape[0]
         nbh, nbl = _split(nb)
         np.multiply(xt, nb[:, None], out=prod)
-        np.multiply(xh, nbh[:, None], out=err)
-        err -= prod  # exact: the rounding error of xh·nbh
-        # xl·nb rounds, but at eps·2^-26 of the product: below the double-double level.
-        c = err.sum(axis=0) + nbl @ xh + nb @ xl
+        _product_error(xh, xl, nbh[:, None], nbl[:, None], prod, err, self.mat[5][:, :k])
+        c = err.sum(axis=0)
         s, s2, e, t = (v[:k] for v in self.vec)
         np.copyto(s, y)
         for j in range(prod.shape[0]):
@@ -453,6 +455,23 @@ class _PassKernel:
             lo += e[:, :h].sum(axis=1)
             a, out, nxt = s, nxt, out
         return a[:, 0].copy()
+
+
+def _product_error(ah: Array, al: Array, bh: Array, bl: Array, prod: Array, out: Array,
+                   tmp: Array) -> None:
+    """out = a·b - prod exactly, for prod = fl(a·b), from Veltkamp halves (Dekker's TwoProduct).
+
+    The order matters: ((ah·bh - prod) + ah·bl + al·bh) is computed without rounding error,
+    so the halves' large partial products (2^-26 of a·b) cancel exactly before any rounding.
+    """
+    np.multiply(ah, bh, out=out)
+    out -= prod
+    np.multiply(ah, bl, out=tmp)
+    out += tmp
+    np.multiply(al, bh, out=tmp)
+    out += tmp
+    np.multiply(al, bl, out=tmp)
+    out += tmp
 
 
 def _two_sum_into(a: Array, b: Array, s: Array, e: Array, t: Array) -> None:
@@ -509,7 +528,7 @@ def _check_rank(rs: Array, terms: Sequence[str]) -> float:
     if rank == len(terms):
         return float(sv[0] / sv[-1])
     null = np.abs(vt[rank:])
-    involved = sorted({j for v in null for j in np.flatnonzero(v >= 0.1 * v.max()).tolist()})
+    involved = sorted({j for v in null for j in np.flatnonzero(v >= 1e-6 * v.max()).tolist()})
     names = [terms[j] for j in involved]
     drop = len(terms) - rank
     where = f"(rank {rank} of {len(terms)})"
