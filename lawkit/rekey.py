@@ -16,13 +16,13 @@ import difflib
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lawkit import fsio, lawfile, textedit
-from lawkit.check import integrity_problems, law_paths
+from lawkit.check import integrity_problems, law_paths, map_in_workers
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
 from lawkit.errors import LawFileError, LawkitError, RefusalError
@@ -114,12 +114,39 @@ class _Prepared:
     change: Change
 
 
+@dataclass(frozen=True)
+class _Unchanged:
+    shown: str
+
+
+@dataclass(frozen=True)
+class _Refused:
+    detail: str
+    path: str | None
+    line: int | None
+
+
+_Outcome = _Prepared | _Unchanged | Skip | _Refused
+
+
 class _Skipped(Exception):
     pass
 
 
 class _AtTarget(Exception):
     pass
+
+
+def _outcome(path: Path, shown: str, prepare: Callable[[Path, str], _Prepared]) -> _Outcome:
+    """What happens to one file, as a value (it may travel back from a worker process)."""
+    try:
+        return prepare(path, shown)
+    except _AtTarget:
+        return _Unchanged(shown)
+    except _Skipped as skip:
+        return Skip(shown, str(skip))
+    except LawkitError as exc:
+        return _Refused(exc.detail, exc.path, exc.line)
 
 
 def rekey(
@@ -156,31 +183,49 @@ def rekey(
     with lock:
         if not dry_run:
             fsio.remove_stray_temps(ws.laws)
-        prepared: list[_Prepared] = []
-        refusals: list[LawkitError] = []
-        for path in files:
-            shown = ws.rel(path)
-            try:
-                if adopt:
-                    prepared.append(_prepare_adopt(path, shown, key, when, why, from_))
-                else:
-                    assert target is not None
-                    prepared.append(_prepare_rekey(path, shown, key, target, when, why, refs,
-                                                   from_))
-            except _AtTarget:
-                report.unchanged.append(shown)
-            except _Skipped as skip:
-                report.skipped.append(Skip(shown, str(skip)))
-            except LawkitError as exc:
-                refusals.append(exc)
+        if adopt:
+            def prepare(path: Path) -> _Outcome:
+                return _outcome(path, ws.rel(path), lambda p, n: _prepare_adopt(
+                    p, n, key, when, why, from_))
+        else:
+            assert target is not None
+            def prepare(path: Path) -> _Outcome:
+                return _outcome(path, ws.rel(path), lambda p, n: _prepare_rekey(
+                    p, n, key, target, when, why, refs, from_))
+        outcomes = map_in_workers(prepare, files)
+        refusals = [o for o in outcomes if isinstance(o, _Refused)]
         if refusals:
             raise _refusal(refusals)
+        prepared = [o for o in outcomes if isinstance(o, _Prepared)]
         report.changed.extend(p.change for p in prepared)
+        report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
+        report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
         fsio.replace_files([(p.path, p.new) for p in prepared],
                            shown={p.path: p.shown for p in prepared})
     return report
+
+
+def rekeyed_bytes(raw: bytes, shown: str, *, key: str, to: str, at: str, why: str,
+                  refs: Sequence[str] = ()) -> bytes:
+    """A law file's bytes with the key set to `to` and one `rekey` entry appended.
+
+    `raw` unchanged when the file already names `to`; RefusalError (nothing else changes)
+    when the provenance does not explain the key or the body, or the edit cannot be placed.
+    """
+    law_file = lawfile.parse(raw, shown, key=key)
+    if law_file.host.key[key] == to:
+        return raw
+    return _rekey_edit(raw, law_file, key, to, at, why, list(refs))
+
+
+def adopted_bytes(raw: bytes, shown: str, *, key: str, at: str, why: str) -> bytes:
+    """A law file's bytes with one `adopt` entry appended (`raw` if it has provenance)."""
+    law_file = lawfile.parse(raw, shown, key=key)
+    if law_file.host.provenance:
+        return raw
+    return _adopt_edit(raw, law_file, key, at, why)
 
 
 def _prepare_rekey(path: Path, shown: str, key: str, target: str, when: str, why: str,
@@ -191,13 +236,7 @@ def _prepare_rekey(path: Path, shown: str, key: str, target: str, when: str, why
         raise _AtTarget
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
-    problems = integrity_problems(law_file, key)
-    if problems:
-        raise RefusalError(problems[0].message, path=shown, line=problems[0].line)
-    fields = {"from": named, "to": target, "at": when, "why": why, "refs": refs}
-    entry = provenance_entry("rekey", fields)
-    edits = [textedit.key_edit(law_file, key, target), textedit.provenance_edit(law_file, entry)]
-    new = _verified(raw, law_file, edits, key, target, {"rekey": fields})
+    new = _rekey_edit(raw, law_file, key, target, when, why, refs)
     return _Prepared(path, shown, raw, new, Change(shown, "rekey", named, target))
 
 
@@ -209,10 +248,26 @@ def _prepare_adopt(path: Path, shown: str, key: str, when: str, why: str,
         raise _Skipped("already adopted (it has provenance)")
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
-    fields = {"digest": named, "at": when, "why": why, "body": law_file.body_hash()}
-    edits = [textedit.provenance_edit(law_file, provenance_entry("adopt", fields))]
-    new = _verified(raw, law_file, edits, key, named, {"adopt": fields})
+    new = _adopt_edit(raw, law_file, key, when, why)
     return _Prepared(path, shown, raw, new, Change(shown, "adopt", named, named))
+
+
+def _rekey_edit(raw: bytes, law_file: lawfile.LawFile, key: str, to: str, at: str, why: str,
+                refs: list[str]) -> bytes:
+    problems = integrity_problems(law_file, key)
+    if problems:
+        raise RefusalError(problems[0].message, path=law_file.path, line=problems[0].line)
+    fields = {"from": law_file.host.key[key], "to": to, "at": at, "why": why, "refs": refs}
+    edits = [textedit.key_edit(law_file, key, to),
+             textedit.provenance_edit(law_file, provenance_entry("rekey", fields))]
+    return _verified(raw, law_file, edits, key, to, {"rekey": fields})
+
+
+def _adopt_edit(raw: bytes, law_file: lawfile.LawFile, key: str, at: str, why: str) -> bytes:
+    named = law_file.host.key[key]
+    fields = {"digest": named, "at": at, "why": why, "body": law_file.body_hash()}
+    edits = [textedit.provenance_edit(law_file, provenance_entry("adopt", fields))]
+    return _verified(raw, law_file, edits, key, named, {"adopt": fields})
 
 
 def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
@@ -231,61 +286,23 @@ def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
 
 def _verified(raw: bytes, law_file: lawfile.LawFile, edits: list[textedit.Edit], key: str,
               new_key: str, entry: dict[str, Any]) -> bytes:
-    """The edited bytes, once they are shown to read back as intended and differ by the edits."""
+    """The edited bytes, once shown to differ by the edits alone and to read back as intended."""
     shown = law_file.path
     old_text = law_file.text
     new_text = textedit.apply_edits(old_text, edits)
     if not textedit.only_these_edits(old_text, new_text, edits):
         raise RefusalError("the edit would change more than the key and one provenance line "
                            "(a lawkit bug: please report it with this file)", path=shown)
+    lawfile.ProvenanceEntry.model_validate(entry)
+    where = textedit.reads_as_intended(law_file.document.nodes[()],
+                                       textedit.reread(new_text, shown), key=key,
+                                       digest=new_key, entry=entry)
+    if where is not None:
+        raise RefusalError(f"the edited file would read back with {where} changed, not just "
+                           "the key and one provenance entry: edit it by hand, or report it "
+                           "with this file", path=shown, line=law_file.line("host"))
     bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
-    new = bom + new_text.encode("utf-8")
-    try:
-        reread = lawfile.parse(new, shown, key=key)
-    except LawFileError as exc:
-        raise RefusalError(f"the edited file would not read back ({exc.detail}): edit the key "
-                           "and provenance of this file by hand, or report it", path=shown,
-                           line=exc.line) from None
-    if not _reads_as_intended(law_file.document.data, reread.document.data, key, new_key,
-                              entry):
-        raise RefusalError("the edited file would read back with other changes than the key "
-                           "and one provenance entry: edit it by hand, or report it",
-                           path=shown, line=law_file.line("host", "provenance"))
-    return new
-
-
-def _reads_as_intended(old: dict[str, Any], new: Any, key: str, new_key: str,
-                       entry: dict[str, Any]) -> bool:
-    """Whether `new` is `old` with host.key.<key> = new_key and `entry` appended to provenance."""
-    if not isinstance(new, dict) or list(new) != list(old):
-        return False
-    if not all(_same(old[k], new[k]) for k in old if k != "host"):
-        return False
-    old_host, new_host = old["host"], new["host"]
-    names = list(old_host)
-    if "provenance" not in names:
-        names.append("provenance")
-    if not isinstance(new_host, dict) or list(new_host) != names:
-        return False
-    if not all(_same(old_host[k], new_host[k]) for k in old_host if k not in
-               ("key", "provenance")):
-        return False
-    keys = dict(old_host["key"], **{key: new_key})
-    return _same(keys, new_host["key"]) and \
-        _same([*old_host.get("provenance", []), entry], new_host["provenance"])
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal in type and value, recursively, mapping order included (1 is not 1.0 or True)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return repr(a) == repr(b)  # nan == nan, 0.0 != -0.0
-    return bool(a == b)
+    return bom + new_text.encode("utf-8")
 
 
 def _diff(prepared: list[_Prepared]) -> str:
@@ -321,7 +338,7 @@ def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
     return list(out)
 
 
-def _refusal(refusals: list[LawkitError]) -> RefusalError:
+def _refusal(refusals: list[_Refused]) -> RefusalError:
     first = refusals[0]
     more = len(refusals) - 1
     tail = f" ({more} more file{'s' if more != 1 else ''} refused: lawkit check lists them)" \

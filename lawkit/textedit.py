@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import yaml
 
@@ -164,3 +165,154 @@ def _insert_after_line(law_file: LawFile, index: int, lines: list[str], line: in
 
 def _line_start(text: str, index: int) -> int:
     return max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
+
+
+try:
+    _SafeLoader: type = yaml.CSafeLoader
+except AttributeError:  # PyYAML built without libyaml
+    _SafeLoader = yaml.SafeLoader
+
+
+class _RereadLoader(_SafeLoader):  # type: ignore[misc]
+    """The safe loader with tag resolution memoised: a rekey re-reads every file it edits and
+    most scalars repeat across law files, so the regex matching resolution does is the hot spot.
+    """
+
+    _tags: ClassVar[dict[tuple[Any, str | None, Any], str]] = {}
+
+    def resolve(self, kind: Any, value: str | None, implicit: Any) -> str:
+        if self.yaml_path_resolvers or value is None or len(value) > 64:
+            return str(super().resolve(kind, value, implicit))
+        memo = (kind, value, implicit)
+        tag = self._tags.get(memo)
+        if tag is None:
+            tag = self._tags[memo] = str(super().resolve(kind, value, implicit))
+        return tag
+
+
+def reread(text: str, shown: str) -> yaml.Node:
+    """The node tree of an edited text (what `reads_as_intended` compares)."""
+    try:
+        root = yaml.compose(text, Loader=_RereadLoader)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RefusalError(f"the edited file would not read back as YAML ({problem}): edit it by "
+                           "hand, or report it with this file", path=shown) from None
+    if not isinstance(root, yaml.Node):
+        raise RefusalError("the edited file would be empty", path=shown)
+    return root
+
+
+def reads_as_intended(old: yaml.Node, new: yaml.Node, *, key: str, digest: str,
+                      entry: dict[str, Any]) -> str | None:
+    """None when `new` is `old` with `host.key.<key>` = `digest` and `entry` appended to
+    `host.provenance`; otherwise the first place where they differ.
+
+    Node trees are compared (tags, scalar texts and quoting, structure, order), which is
+    stricter than comparing the data or the validated model: `1.0` spelt `1.00` differs too.
+    """
+    if not _same_shell(old, new) or len(old.value) != len(new.value):
+        return "the top-level keys"
+    for (old_name, old_value), (new_name, new_value) in zip(old.value, new.value, strict=True):
+        if not same_nodes(old_name, new_name):
+            return "the top-level keys"
+        if old_name.value == "host":
+            where = _host_differs(old_value, new_value, key, digest, entry)
+            if where:
+                return where
+        elif not same_nodes(old_value, new_value):
+            return str(old_name.value)
+    return None
+
+
+def same_nodes(a: yaml.Node, b: yaml.Node) -> bool:
+    """Whether two node trees are equal in kind, tag, scalar text and quoting, and order."""
+    if not _same_shell(a, b):
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return True
+    if len(a.value) != len(b.value):
+        return False
+    if isinstance(a, yaml.MappingNode):
+        return all(same_nodes(ka, kb) and same_nodes(va, vb)
+                   for (ka, va), (kb, vb) in zip(a.value, b.value, strict=True))
+    return all(same_nodes(x, y) for x, y in zip(a.value, b.value, strict=True))
+
+
+def same_data(a: Any, b: Any) -> bool:
+    """Equal in type and value, recursively, mapping order included (1 is not 1.0 or True)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_data(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # nan is nan; 0.0 is not -0.0
+    return bool(a == b)
+
+
+def _same_shell(a: yaml.Node, b: yaml.Node) -> bool:
+    if type(a) is not type(b) or a.tag != b.tag:
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return bool(a.value == b.value and a.style == getattr(b, "style", None))
+    return bool(isinstance(a, yaml.CollectionNode)
+                and a.flow_style == getattr(b, "flow_style", None))
+
+
+def _host_differs(old: yaml.Node, new: yaml.Node, key: str, digest: str,
+                  entry: dict[str, Any]) -> str | None:
+    if not _same_shell(old, new) or not isinstance(old, yaml.MappingNode):
+        return "host"
+    adds = not any(name.value == "provenance" for name, _ in old.value)
+    if len(new.value) != len(old.value) + adds:
+        return "the keys of host"
+    for (old_name, old_value), (new_name, new_value) in zip(old.value, new.value,
+                                                            strict=False):
+        if not same_nodes(old_name, new_name):
+            return "the keys of host"
+        if old_name.value == "key":
+            if not _key_differs_only_in(old_value, new_value, key, digest):
+                return "host.key"
+        elif old_name.value == "provenance":
+            if not (_same_shell(old_value, new_value)
+                    and len(new_value.value) == len(old_value.value) + 1
+                    and all(same_nodes(x, y) for x, y in
+                            zip(old_value.value, new_value.value, strict=False))
+                    and _is_entry(new_value.value[-1], entry)):
+                return "host.provenance"
+        elif not same_nodes(old_value, new_value):
+            return f"host.{old_name.value}"
+    if adds:
+        name, value = new.value[-1]
+        if not (isinstance(name, yaml.ScalarNode) and name.value == "provenance"
+                and isinstance(value, yaml.SequenceNode) and not value.flow_style
+                and len(value.value) == 1 and _is_entry(value.value[0], entry)):
+            return "host.provenance"
+    return None
+
+
+def _key_differs_only_in(old: yaml.Node, new: yaml.Node, key: str, digest: str) -> bool:
+    if not _same_shell(old, new) or len(old.value) != len(new.value):
+        return False
+    for (old_name, old_value), (new_name, new_value) in zip(old.value, new.value, strict=True):
+        if not same_nodes(old_name, new_name):
+            return False
+        if old_name.value == key:
+            if not (isinstance(new_value, yaml.ScalarNode) and new_value.value == digest
+                    and new_value.style == old_value.style and new_value.tag == old_value.tag):
+                return False
+        elif not same_nodes(old_value, new_value):
+            return False
+    return True
+
+
+def _is_entry(node: yaml.Node, entry: dict[str, Any]) -> bool:
+    if not (isinstance(node, yaml.MappingNode) and node.flow_style):
+        return False
+    try:
+        data = yaml.constructor.SafeConstructor().construct_document(node)
+    except yaml.YAMLError:
+        return False
+    return same_data(data, entry)
