@@ -32,7 +32,12 @@ _SYMLINK = "120000"
 _NOT_BLOBS = ("160000", "040000")
 # The line breaks YAML counts lines by (PyYAML and libyaml alike), so line numbers agree.
 _LINES = re.compile(r"(?<=[\n\x85\u2028\u2029])|(?<=\r)(?!\n)")
+# Characters str.splitlines breaks at but YAML does not (or does, where splitlines agrees).
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e]")
+_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
 _PROVENANCE_KEY = re.compile(r"[ \t]*provenance[ \t]*:[ \t]*(#.*)?\s*\Z")
+_ITEM_LEAD = re.compile(r"[ \t]*-[ \t]+\Z")
+_SIMPLE_QUOTED = re.compile(r"""(["'])([0-9A-Za-z_.+-]*)\1\Z""")
 _MAX_SPANS = 6
 
 
@@ -75,13 +80,38 @@ class FileReview:
         self.findings.append(Finding(kind, message, self.path, line))
 
 
-@dataclass(frozen=True)
 class Loaded:
-    """A law file at one revision: its text, and the parsed file or why it does not parse."""
+    """A law file at one revision: its text, and (parsed on first use) the file or its error."""
 
-    text: str
-    law_file: lawfile.LawFile | None
-    error: LawFileError | None
+    def __init__(self, raw: bytes | None, shown: str, key: str,
+                 error: LawFileError | None = None) -> None:
+        self.raw = raw or b""
+        self.text = self.raw.decode("utf-8", "replace")
+        self._shown = shown
+        self._key = key
+        self._parsed = raw is None
+        self._law_file: lawfile.LawFile | None = None
+        self._error = error
+
+    @property
+    def law_file(self) -> lawfile.LawFile | None:
+        """The validated file, or None when it does not parse (see `error`)."""
+        self._parse()
+        return self._law_file
+
+    @property
+    def error(self) -> LawFileError | None:
+        """Why the file does not parse, or None."""
+        self._parse()
+        return self._error
+
+    def _parse(self) -> None:
+        if not self._parsed:
+            self._parsed = True
+            try:
+                self._law_file = lawfile.parse(self.raw, self._shown, key=self._key)
+            except LawFileError as exc:
+                self._error = exc
 
 
 def law_entries(entries: list[src_digest.TreeEntry], laws: str) -> dict[str, src_digest.TreeEntry]:
@@ -107,19 +137,13 @@ def blob_needed(entry: src_digest.TreeEntry) -> bool:
 
 def load(entry: src_digest.TreeEntry | None, blobs: dict[str, bytes], shown: str,
          key: str) -> Loaded | None:
-    """The law file of a tree entry, parsed from its blob (None when there is no entry)."""
+    """The law file of a tree entry, read from its blob (None when there is no entry)."""
     if entry is None:
         return None
     if entry.mode == _SYMLINK:
-        error = LawFileError("not a regular file (a symlink): law files are plain files",
-                             path=shown)
-        return Loaded("", None, error)
-    raw = blobs[entry.oid]
-    text = raw.decode("utf-8", "replace")
-    try:
-        return Loaded(text, lawfile.parse(raw, shown, key=key), None)
-    except LawFileError as exc:
-        return Loaded(text, None, exc)
+        return Loaded(None, shown, key, LawFileError(
+            "not a regular file (a symlink): law files are plain files", path=shown))
+    return Loaded(blobs[entry.oid], shown, key)
 
 
 @dataclass(frozen=True)
@@ -148,26 +172,20 @@ class Checker:
 
     def classify(self, path: str, at_base: Loaded | None, at_head: Loaded | None) -> FileReview:
         """The class and findings of a law file that differs between base and head."""
-        base_file = at_base.law_file if at_base else None
-        key_from = base_file.host.key[self.key] if base_file else None
-        if at_head is None:
-            return FileReview(path, "removed", key_from, None)
-        if at_head.law_file is None:
+        if at_head is None or at_head.law_file is None:
+            base_file = at_base.law_file if at_base else None
+            key_from = base_file.host.key[self.key] if base_file else None
+            if at_head is None:
+                return FileReview(path, "removed", key_from, None)
             review = FileReview(path, "invalid", key_from, None)
             self._invalid(review, at_head)
             return review
         head_file = at_head.law_file
-        review = FileReview(path, "new", key_from, head_file.host.key[self.key])
+        review = FileReview(path, "new", None, head_file.host.key[self.key])
         if at_base is None:
             self._integrity(review, head_file)
-        elif base_file is None:
-            assert at_base.error is not None
-            line, spans = _spans(at_base.text, at_head.text)
-            review.kind = "hand-edit"
-            review.add("hand-edit", f"hand-edit: the file did not parse at base "
-                       f"({at_base.error.detail}) and was changed by hand: {spans}", line)
         else:
-            self._changed(review, at_base, at_head, base_file, head_file)
+            self._changed(review, at_base, at_head, head_file)
         if review.key_to != self.head_digest:
             review.add("stale", f"names {self.key} {review.key_to}, but the engine at head "
                        f"digests to {self.head_digest}: re-key it (lawkit rekey --why TEXT "
@@ -175,45 +193,60 @@ class Checker:
         return review
 
     def _changed(self, review: FileReview, at_base: Loaded, at_head: Loaded,
-                 base_file: lawfile.LawFile, head_file: lawfile.LawFile) -> None:
-        before, after = base_file.host.provenance, head_file.host.provenance
-        appended = after[len(before):]
-        kinds = {entry.kind for entry in appended}
-        review.whys = [e.rekey.why for e in appended if e.rekey]
-        review.whys += [e.adopt.why for e in appended if e.adopt]
-        review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
+                 head_file: lawfile.LawFile) -> None:
+        after = head_file.host.provenance
 
         def hand_edit(why: str, fix: str, explained: frozenset[int] = frozenset()) -> None:
             line, spans = _spans(at_base.text, at_head.text, explained)
             review.kind = "hand-edit"
             review.add("hand-edit", f"hand-edit: {why}: {spans}: {fix}", line)
 
-        if after[:len(before)] != before:
-            first = next((i for i, (a, b) in enumerate(zip(before, after, strict=False))
-                          if a != b), len(after))
-            hand_edit(f"provenance is append-only, but entry {first + 1} of the base's history "
-                      "was changed or removed", "restore the base's entries")
-            return
+        # The usual change (a rekey, an adoption) is proven from the text alone, without
+        # parsing the base; any other shape is judged on both parsed files.
+        shape = _rekey_shape(self.key, at_base.text, at_head.text, head_file)
+        if shape is not None:
+            base_key, kept = shape
+        else:
+            base_file = at_base.law_file
+            if base_file is None:
+                assert at_base.error is not None
+                hand_edit(f"the file did not parse at base ({at_base.error.detail}) and was "
+                          "changed by hand", "check it with lawkit check")
+                return
+            before = base_file.host.provenance
+            if after[:len(before)] != before:
+                first = next((i for i, (a, b) in enumerate(zip(before, after, strict=False))
+                              if a != b), len(after))
+                hand_edit(f"provenance is append-only, but entry {first + 1} of the base's "
+                          "history was changed or removed", "restore the base's entries")
+                return
+            base_key, kept = base_file.host.key[self.key], len(before)
+        review.key_from = base_key
+        appended = after[kept:]
+        kinds = {entry.kind for entry in appended}
+        review.whys = [e.rekey.why for e in appended if e.rekey]
+        review.whys += [e.adopt.why for e in appended if e.adopt]
+        review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
         if "fit" in kinds:
             review.kind = "refit"
         elif kinds:
-            problem = _only_key_and_entries(self.key, at_base, at_head, len(before))
+            problem = None if shape else _only_key_and_entries(self.key, at_base, at_head, kept)
             if problem is not None:
                 hand_edit(problem, "refit it (lawkit fit), or revert those lines and re-key "
-                          "it (lawkit rekey)", _explained(self.key, head_file, len(before)))
+                          "it (lawkit rekey)", _explained(self.key, head_file, kept))
                 return
             review.kind = "rekey" if "rekey" in kinds else "adopt"
         else:
             hand_edit("changed with no provenance entry appended", "refit it (lawkit fit), or "
                       "revert those lines and re-key it (lawkit rekey)")
             return
-        self._chain(review, base_file, head_file, appended)
+        self._chain(review, base_key, head_file, appended)
 
-    def _chain(self, review: FileReview, base_file: lawfile.LawFile,
-               head_file: lawfile.LawFile, appended: Sequence[lawfile.ProvenanceEntry]) -> None:
+    def _chain(self, review: FileReview, base_key: str, head_file: lawfile.LawFile,
+               appended: Sequence[lawfile.ProvenanceEntry]) -> None:
         """Walk the appended entries from the key at base: each must follow from the one before."""
         first = len(head_file.host.provenance) - len(appended)
-        key = base_file.host.key[self.key]
+        key = base_key
         body: str | None = None
         for i, entry in enumerate(appended, start=first):
             line = head_file.line("host", "provenance", i)
@@ -287,11 +320,7 @@ def _only_key_and_entries(key: str, at_base: Loaded, at_head: Loaded, kept: int)
                                       *head_data["host"]["provenance"][kept:]]
     if expected != head_data:
         return "more than the key and the new provenance entries changed"
-    # The text: a file without a final newline gets one (as `lawkit rekey` writes it).
-    base_text = at_base.text
-    if base_text and not base_text.endswith(("\n", "\r", "\x85", "\u2028", "\u2029")):
-        base_text += "\r\n" if "\r\n" in base_text else "\n"
-    a, b = _split(base_text), _split(at_head.text)
+    a, b = _split(_with_final_newline(at_base.text)), _split(at_head.text)
     nodes = head_file.document.nodes
     entry_lines = set()
     for i in range(kept, len(head_file.host.provenance)):
@@ -323,7 +352,78 @@ def _only_key_and_entries(key: str, at_base: Loaded, at_head: Loaded, kept: int)
     return None
 
 
+def _rekey_shape(key: str, base_text: str, head_text: str,
+                 head_file: lawfile.LawFile) -> tuple[str, int] | None:
+    """(the key at base, the entries kept) when the base is the head without its newest entries
+    and with another quoted key on the key's line, every other line the same; else None.
+
+    The proof is on the text: the head parses, its newest entries are whole lines of a block
+    sequence (with the `provenance:` line above them when they are all there is), and removing
+    those lines and swapping the key's quoted scalar on its line gives the base exactly. Such a
+    base parses to the head's data less those entries and with the other key, so it need not be
+    parsed (a review of 1,000 re-keyed files parses each file once).
+    """
+    a, b = _split(_with_final_newline(base_text)), _split(head_text)
+    entries = head_file.host.provenance
+    nodes = head_file.document.nodes
+    sequence = nodes.get(("host", "provenance"))
+    extra = len(b) - len(a)
+    if sequence is None or getattr(sequence, "flow_style", False) or extra < 1:
+        return None
+    if extra == len(entries) + 1:  # every entry is new: `provenance:` came with them
+        kept, with_key_line = 0, True
+    elif extra < len(entries):
+        kept, with_key_line = len(entries) - extra, False
+    else:
+        return None  # a base with an empty `provenance:`: leave it to the parsers
+    inserted = set()
+    for i in range(kept, len(entries)):
+        node = nodes[("host", "provenance", i)]
+        line = node.start_mark.line
+        if node.end_mark.line != line or line >= len(b):
+            return None
+        text = b[line]
+        rest = text[node.end_mark.column:].rstrip("\r\n\x85\u2028\u2029").lstrip(" \t")
+        if not _ITEM_LEAD.match(text[:node.start_mark.column]) or rest[:1] not in ("", "#"):
+            return None
+        inserted.add(line)
+    if with_key_line:
+        above = min(inserted) - 1
+        if above < 0 or above in inserted or not _PROVENANCE_KEY.match(b[above]):
+            return None
+        inserted.add(above)
+    if len(inserted) != extra:
+        return None
+    key_node = nodes[("host", "key", key)]
+    key_line = key_node.start_mark.line
+    if key_line in inserted or key_node.end_mark.line != key_line:
+        return None
+    remaining = [line for j, line in enumerate(b) if j not in inserted]
+    at = key_line - sum(1 for j in inserted if j < key_line)
+    if remaining[:at] != a[:at] or remaining[at + 1:] != a[at + 1:]:
+        return None
+    if remaining[at] == a[at]:
+        return head_file.host.key[key], kept
+    new = remaining[at]
+    lead, tail = new[:key_node.start_mark.column], new[key_node.end_mark.column:]
+    old = a[at]
+    if not (old.startswith(lead) and old.endswith(tail) and len(old) >= len(lead) + len(tail)):
+        return None
+    scalar = _SIMPLE_QUOTED.match(old[len(lead):len(old) - len(tail)])
+    return (scalar.group(2), kept) if scalar else None
+
+
+def _with_final_newline(text: str) -> str:
+    """`text` ending in a line break, as `lawkit rekey` leaves a file that had none."""
+    if text and not text.endswith(_BREAKS):
+        text += "\r\n" if "\r\n" in text else "\n"
+    return text
+
+
 def _split(text: str) -> list[str]:
+    """The lines of `text`, each with its break, split where YAML counts lines."""
+    if _OTHER_BREAKS.search(text) is None:  # str.splitlines agrees: the common, fast case
+        return text.splitlines(keepends=True)
     return [line for line in _LINES.split(text) if line]
 
 

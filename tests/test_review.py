@@ -31,7 +31,7 @@ import pytest
 from typer.testing import CliRunner
 
 import src_digest
-from lawkit import lawfile, review_git
+from lawkit import lawfile, review_git, review_laws
 from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.lawwrite import law_file_text, provenance_entry
@@ -597,3 +597,27 @@ def test_review_reads_each_git_object_once(in_repo: Scenario, git_calls: list[li
     ls = git(in_repo.repo, "ls-tree", "-r", "bad", "--", "laws", "atom").splitlines()
     needed = {line.split()[2] for line in ls if line.split("\t")[1].endswith((".yaml", ".py"))}
     assert needed <= set(oids)
+
+
+def test_the_text_proof_of_a_rekey_agrees_with_parsing_both_files(
+        in_repo: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = [report_of(in_repo, head) for head in ("good", "bad")]
+    monkeypatch.setattr(review_laws, "_rekey_shape", lambda *args: None)
+    slow = [report_of(in_repo, head) for head in ("good", "bad")]
+    assert fast == slow
+
+
+def test_a_re_keyed_file_is_parsed_once(in_repo: Scenario,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real_parse = lawfile.parse
+
+    def counting(raw: bytes, shown: str, *, key: str = "atom") -> lawfile.LawFile:
+        parsed.append(shown)
+        return real_parse(raw, shown, key=key)
+
+    monkeypatch.setattr(lawfile, "parse", counting)
+    report_of(in_repo)
+    rekeys = ["laws/rekeyed.yaml", "laws/sub/deep.yaml", "laws/forgotten.yaml"]
+    assert all(parsed.count(path) == 1 for path in rekeys), parsed
+    assert parsed.count("laws/adopted.yaml") == 1

@@ -236,3 +236,29 @@ def test_an_at_field_is_not_needed_to_tell_classes_apart(tmp_path: Path) -> None
     after = law_text(OLD, "a").replace(f'"{OLD}"', f'"{NEW}"', 1) + f"    - {entry}\n"
     _, r = review_one(tmp_path, law_text(OLD, "a"), after)
     assert r is not None and (r.kind, kinds(r)) == ("rekey", [])
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    (law_text(OLD, "a"), rekeyed(law_text(OLD, "a"), OLD, NEW), (OLD, 1)),
+    (law_text(OLD, "a").replace("\n", "\r\n"),
+     rekeyed(law_text(OLD, "a").replace("\n", "\r\n"), OLD, NEW), (OLD, 1)),
+    (law_text(OLD, "a").rstrip("\n"), rekeyed(law_text(OLD, "a").rstrip("\n"), OLD, NEW),
+     (OLD, 1)),
+    (law_text(NEW, "a", provenance=[]), adopted(law_text(NEW, "a", provenance=[]), NEW),
+     (NEW, 0)),
+    (law_text(OLD, "a").replace(f'"{OLD}"', f"'{OLD}'", 1),
+     rekeyed(law_text(OLD, "a"), OLD, NEW), (OLD, 1)),
+    # Anything else is left to the parsers: a comment on the key line, another line changed.
+    (law_text(OLD, "a").replace(f'"{OLD}"', f'"{OLD}"  # old', 1),
+     rekeyed(law_text(OLD, "a"), OLD, NEW), None),
+    (law_text(OLD, "a"), rekeyed(law_text(OLD, "a"), OLD, NEW).replace("0.0021", "0.0025"),
+     None),
+    (law_text(OLD, "a"), law_text(OLD, "a") + "device: {gpu: a100}\n", None),
+])
+def test_the_text_proof_accepts_only_a_key_swap_and_appended_entries(
+        before: str, after: str, expected: tuple[str, int] | None) -> None:
+    from lawkit import lawfile
+    from lawkit.review_laws import _rekey_shape
+
+    head = lawfile.parse(after.encode(), "a.yaml")
+    assert _rekey_shape("atom", before, after, head) == expected
