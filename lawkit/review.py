@@ -200,7 +200,8 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     head_digest = head_manifest.digest(cfg.length)
     base_digest = base_manifest.digest(cfg.length) if len(base_manifest) else None
 
-    checker = Checker(key=cfg.key, head_digest=head_digest, base_rev=base)
+    checker = Checker(key=cfg.key, head_digest=head_digest, base_rev=base,
+                      base_digest=base_digest)
     files: list[FileReview] = []
     unchanged = 0
     for path in sorted(base_laws.keys() | head_laws.keys()):

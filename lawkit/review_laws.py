@@ -153,6 +153,7 @@ class Checker:
     key: str
     head_digest: str
     base_rev: str
+    base_digest: str | None = None
 
     def untouched(self, path: str, at_head: Loaded) -> FileReview | None:
         """A finding for a law file the change left alone, or None when it is current."""
@@ -164,9 +165,10 @@ class Checker:
         if key == self.head_digest:
             return None
         review = FileReview(path, "forgotten", key, key, touched=False)
+        since = "" if key == self.base_digest else " (it was stale at base already)"
         review.add("forgotten", f"forgotten: names {self.key} {key}, but the engine at head "
-                   f"digests to {self.head_digest} and this change leaves the file untouched: "
-                   f"re-key it (lawkit rekey --why TEXT {path}) or refit it",
+                   f"digests to {self.head_digest} and this change leaves the file "
+                   f"untouched{since}: re-key it (lawkit rekey --why TEXT {path}) or refit it",
                    self._key_line(at_head.law_file))
         return review
 

@@ -262,3 +262,22 @@ def test_the_text_proof_accepts_only_a_key_swap_and_appended_entries(
 
     head = lawfile.parse(after.encode(), "a.yaml")
     assert _rekey_shape("atom", before, after, head) == expected
+
+
+def test_a_law_stale_before_the_change_is_reported_as_such(tmp_path: Path) -> None:
+    report, r = review_one(tmp_path, law_text("0badc0de", "a"), law_text("0badc0de", "a"),
+                           engine_edit=False)
+    assert r is not None and (r.kind, r.touched, kinds(r)) == ("forgotten", False, ["forgotten"])
+    assert "(it was stale at base already)" in r.findings[0].message
+    assert report.exit_code == 1
+
+
+def test_an_engine_missing_at_head_exits_2(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo", 'laws = "laws"\n[digest]\npackages = ["atom"]\n')
+    base = commit(repo, {**ENGINE, LAW: law_text(OLD, "a")}, "base")
+    git(repo, "rm", "-q", "-r", "atom")
+    commit(repo, {}, "engine gone")
+    result = runner.invoke(app, ["review", "--base", base, "--config",
+                                 str(repo / "lawkit.toml")])
+    assert result.exit_code == 2, result.output
+    assert "no engine file at head (HEAD)" in result.stderr
