@@ -1,0 +1,62 @@
+"""`lawkit score`: how well each law predicts captures it was not fitted on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, JsonOption, app, print_json, run
+
+
+@app.command()
+def score(
+    law: Annotated[Path, typer.Argument(help="The law file to score.", show_default=False)],
+    captures: Annotated[list[str], typer.Argument(
+        help="Capture files (CSV, JSON Lines, Parquet, optionally .gz), folders or globs.",
+        show_default=False)],
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Score only the capture rows this expression selects, e.g. "
+        "\"tp == 4 and batch_size >= 64\".", show_default=False)] = None,
+    max_mape: Annotated[float | None, typer.Option(
+        "--max-mape", help="Fail (exit 1) when a law's MAPE exceeds this fraction (0.1 is 10%).",
+        show_default=False)] = None,
+    drop_invalid: Annotated[bool, typer.Option(
+        "--drop-invalid", help="Drop rows with a missing, non-finite or negative value in a "
+        "column a law uses, and count them, instead of stopping at the first.")] = False,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Also draw each law's measured vs predicted values and residuals to this "
+        "PNG file (needs the 'plot' extra).", show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No progress bar and no notes on stderr.")] = False,
+    json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Score each law on captures: n, MAPE, median and p90 APE, bias, R^2, share outside domain.
+
+    Exit 0 when every scored law is within --max-mape, 1 when one is not (each named on its own
+    line), 2 on bad input or when no law matches any capture row.
+    """
+
+    def body() -> int:
+        from lawkit import score as lib
+        from lawkit.config import load_workspace
+
+        ws = load_workspace(config=config)
+        report = lib.score(ws, law, captures, where=where, max_mape=max_mape,
+                           drop_invalid=drop_invalid, keep_data=plot is not None, quiet=quiet)
+        if plot is not None:
+            from lawkit.plot import plot_score
+
+            written = plot_score(plot, report)
+            if not quiet:
+                for path in written:
+                    typer.echo(f"lawkit: wrote {path}", err=True)
+        if json:
+            print_json(report.to_json())
+        else:
+            typer.echo("\n".join(report.lines()))
+        return report.exit_code
+
+    run(body)

@@ -1,0 +1,285 @@
+"""Fit reports a person can look at: per law, measured against predicted and the residuals.
+
+One image, one row of panels per law: the measured target against the law's prediction with the
+identity line, then the residual (measured minus predicted, as a percentage of the measurement)
+against each feature the law uses. Each row is titled with the law's name, n, MAPE, bias and
+R^2; rows outside the law's domain are drawn in another colour. Every panel is 400 x 320 pixels,
+so an image is (1 + most features of a law) x 400 pixels wide and 320 pixels per law high; laws
+beyond `PAGE_LAWS` go to further files `NAME-2.png`, `NAME-3.png`, ... .
+
+matplotlib (the optional `plot` extra) is imported only here, only when a plot is drawn, and
+only through its object API with the Agg canvas: no pyplot, no global backend switch, so a
+caller's notebook or GUI keeps its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lawkit.errors import LawkitError
+
+if TYPE_CHECKING:
+    from lawkit.lawfile import Law
+    from lawkit.score import Metrics, ScoreReport
+
+PANEL_PX = (400, 320)
+DPI = 100
+PAGE_LAWS = 12
+MAX_POINTS = 20_000
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+INSTALL = "pip install 'lawkit[plot]'"
+# Pixels around and between panels: room for tick labels, axis labels and two-line titles.
+_MARGIN = {"left": 62, "right": 14, "bottom": 44, "top": 34, "title": 18, "between_x": 78,
+           "between_y": 84}
+
+
+def plot_fit(path: str | Path, laws_and_data: Sequence[tuple[Law, Any]], *,
+             select: bool = True, title: str | None = None) -> list[Path]:
+    """Draw each law against its data; returns the files written (more than one past a page).
+
+    Each data is a DataFrame or a mapping of arrays holding the law's target and features;
+    with `select`, the rows the law's where/filter selects (where the data holds those columns).
+    """
+    from lawkit.score import metrics
+
+    rows = []
+    for law, data in laws_and_data:
+        columns = _selected(law, data) if select else _columns(law, data)
+        predicted, outside = _predict(law, columns)
+        rows.append(_Row(law, columns, predicted, outside,
+                         metrics(columns[law.target], predicted, outside)))
+    return _draw(Path(path), rows, title)
+
+
+def plot_score(path: str | Path, report: ScoreReport) -> list[Path]:
+    """Draw the laws of a `lawkit score` report (made with `keep_data=True`)."""
+    import numpy as np
+
+    rows = []
+    for scored in report.laws:
+        law = report.models[scored.name]
+        columns = report.data.get(scored.name)
+        if columns is None:
+            columns = {c: np.zeros(0) for c in [law.target, *law.columns()]}
+        predicted, outside = _predict(law, columns)
+        note = f"FAIL: MAPE > {report.max_mape * 100:.1f}%" \
+            if scored.status == "fail" and report.max_mape is not None else ""
+        rows.append(_Row(law, columns, predicted, outside, scored.metrics, note))
+    title = f"lawkit score: {report.law_file}"
+    if report.captures:
+        more = ", ..." if len(report.captures) > 3 else ""
+        title += f" on {', '.join(report.captures[:3])}{more}"
+    return _draw(Path(path), rows, title)
+
+
+def image_size(laws: Sequence[Law]) -> tuple[int, int]:
+    """The (width, height) in pixels of the first image drawn for these laws."""
+    ncols = 1 + max((len(law.columns()) for law in laws), default=0)
+    return ncols * PANEL_PX[0], min(len(laws), PAGE_LAWS) * PANEL_PX[1]
+
+
+class _Row:
+    def __init__(self, law: Law, columns: dict[str, Any], predicted: Any, outside: Any,
+                 figures: Metrics, note: str = "") -> None:
+        self.note = note
+        self.law = law
+        self.columns = columns
+        self.predicted = predicted
+        self.outside = outside
+        self.figures = figures
+
+
+def _selected(law: Law, data: Any) -> dict[str, Any]:
+    from lawkit.where import law_columns, law_mask
+
+    columns = _columns(law, data)
+    present = [c for c in law_columns(law.where, law.filter) if _has(data, c)]
+    if (law.where or law.filter) and len(present) == len(law_columns(law.where, law.filter)):
+        selection = {c: _array(data, c, law) for c in present}
+        mask = law_mask(law.where, law.filter, selection)
+        columns = {c: v[mask] for c, v in columns.items()}
+    return columns
+
+
+def _columns(law: Law, data: Any) -> dict[str, Any]:
+    return {c: _array(data, c, law) for c in [law.target, *law.columns()]}
+
+
+def _array(data: Any, name: str, law: Law) -> Any:
+    import numpy as np
+
+    try:
+        raw = data[name]
+    except KeyError:
+        raise LawkitError(f"plot: law {law.name!r} needs column {name!r}, which the data does "
+                          "not hold") from None
+    return raw.to_numpy() if hasattr(raw, "to_numpy") else np.asarray(raw)
+
+
+def _has(data: Any, name: str) -> bool:
+    try:
+        return name in data
+    except TypeError:
+        return False
+
+
+def _predict(law: Law, columns: dict[str, Any]) -> tuple[Any, Any]:
+    return law.predict(columns, on_domain="mask")
+
+
+def _format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise LawkitError(f"--plot {path}: expected a .png, .svg or .pdf file name")
+    return fmt
+
+
+def _pages(path: Path, count: int) -> list[Path]:
+    pages = max(1, -(-count // PAGE_LAWS))
+    return [path if i == 0 else path.with_name(f"{path.stem}-{i + 1}{path.suffix}")
+            for i in range(pages)]
+
+
+def _draw(path: Path, rows: list[_Row], title: str | None) -> list[Path]:
+    fmt = _format(path)
+    if not rows:
+        raise LawkitError("plot: no laws to draw")
+    if not path.parent.is_dir():
+        raise LawkitError(f"--plot {path}: the folder {path.parent} does not exist")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise LawkitError(f"plotting needs matplotlib, an optional extra: {INSTALL}") from None
+
+    ncols = 1 + max(len(row.law.columns()) for row in rows)
+    written = []
+    for page, target in enumerate(_pages(path, len(rows))):
+        chunk = rows[page * PAGE_LAWS:(page + 1) * PAGE_LAWS]
+        width, height = ncols * PANEL_PX[0], len(chunk) * PANEL_PX[1]
+        figure = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+        FigureCanvasAgg(figure)
+        # Fixed margins in pixels rather than a layout engine: the panels are all alike, and
+        # constrained layout doubles the drawing time.
+        top = _MARGIN["top"] + (_MARGIN["title"] if title else 0)
+        grid = figure.subplots(len(chunk), ncols, squeeze=False, gridspec_kw={
+            "left": _MARGIN["left"] / width, "right": 1 - _MARGIN["right"] / width,
+            "bottom": _MARGIN["bottom"] / height, "top": 1 - top / height,
+            "wspace": _MARGIN["between_x"] / (PANEL_PX[0] - _MARGIN["between_x"]),
+            "hspace": _MARGIN["between_y"] / (PANEL_PX[1] - _MARGIN["between_y"])})
+        for row, axes in zip(chunk, grid, strict=True):
+            _draw_law(row, axes)
+        if title:
+            pages = f" ({page + 1}/{len(_pages(path, len(rows)))})" if len(rows) > PAGE_LAWS \
+                else ""
+            figure.suptitle(title + pages, fontsize=9, y=1 - 8 / height, va="top")
+        try:
+            figure.savefig(target, format=fmt, dpi=DPI)
+        except OSError as exc:
+            raise LawkitError(f"cannot write the plot: {exc.strerror}", path=str(target)) from None
+        written.append(target)
+    return written
+
+
+def _draw_law(row: _Row, axes: Any) -> None:
+    import numpy as np
+
+    law, figures = row.law, row.figures
+    measured = np.asarray(row.columns[law.target], dtype=np.float64)
+    predicted = np.asarray(row.predicted, dtype=np.float64)
+    outside = np.asarray(row.outside, dtype=bool)
+    first = axes[0]
+    first.set_title(_title(law, figures, row.note), fontsize=8, loc="left",
+                    color="tab:red" if row.note else "black")
+    for extra in axes[1 + len(law.columns()):]:
+        extra.set_axis_off()
+    if measured.size == 0:
+        first.text(0.5, 0.5, "no matching rows: not scored", ha="center", va="center",
+                   transform=first.transAxes, fontsize=9)
+        first.set_xticks([])
+        first.set_yticks([])
+        for ax in axes[1:1 + len(law.columns())]:
+            ax.set_axis_off()
+        return
+    shown = _sample(measured.size)
+    inside = ~outside[shown]
+    scale, unit = _unit(measured, law.target)
+    _scatter(first, measured[shown] * scale, predicted[shown] * scale, inside)
+    low = float(min(measured.min(), predicted.min())) * scale
+    high = float(max(measured.max(), predicted.max())) * scale
+    pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
+    first.plot([low - pad, high + pad], [low - pad, high + pad], color="0.4", linewidth=0.8,
+               linestyle="--", label="predicted = measured")
+    first.set_xlim(low - pad, high + pad)
+    first.set_ylim(low - pad, high + pad)
+    first.set_xlabel(f"measured {law.target}{unit}", fontsize=8)
+    first.set_ylabel(f"predicted {law.target}{unit}", fontsize=8)
+    _ticks(first.xaxis)
+    _ticks(first.yaxis)
+    first.tick_params(labelsize=7)
+    if outside.any():
+        first.legend(fontsize=6, loc="upper left")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        residual = np.where(measured != 0, (measured - predicted) / np.abs(measured) * 100, np.nan)
+    for ax, feature in zip(axes[1:], law.columns(), strict=False):
+        values = np.asarray(row.columns[feature], dtype=np.float64)
+        values = np.broadcast_to(values, measured.shape)
+        scale, unit = _unit(values, feature)
+        _scatter(ax, values[shown] * scale, residual[shown], inside)
+        ax.axhline(0.0, color="0.4", linewidth=0.8, linestyle="--")
+        ax.set_xlabel(f"{feature}{unit}", fontsize=8)
+        _ticks(ax.xaxis)
+        ax.set_ylabel("residual, % of measured", fontsize=8)
+        ax.set_title(f"residual vs {feature}", fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+
+
+def _ticks(axis: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5))
+
+
+def _unit(values: Any, column: str) -> tuple[float, str]:
+    """A column in seconds (`*_s`, as targets are) is drawn in s, ms or us, as its size says."""
+    import numpy as np
+
+    if not column.endswith("_s") or values.size == 0:
+        return 1.0, ""
+    largest = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 0.0
+    if largest >= 1.0:
+        return 1.0, " (s)"
+    return (1e3, " (ms)") if largest >= 1e-3 else (1e6, " (µs)")
+
+
+def _scatter(ax: Any, x: Any, y: Any, inside: Any) -> None:
+    ax.scatter(x[inside], y[inside], s=10, alpha=0.7, color="tab:blue", linewidths=0,
+               label="in domain")
+    if not inside.all():
+        ax.scatter(x[~inside], y[~inside], s=14, alpha=0.9, color="tab:orange", marker="x",
+                   linewidths=1, label="outside domain")
+
+
+def _sample(n: int) -> Any:
+    """At most MAX_POINTS row indices, the same ones for every panel of a law."""
+    import numpy as np
+
+    if n <= MAX_POINTS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, MAX_POINTS, replace=False))
+
+
+def _title(law: Law, figures: Metrics, note: str = "") -> str:
+    def pct(value: float | None, signed: bool = False) -> str:
+        return "-" if value is None else f"{value * 100:{'+' if signed else ''}.1f}%"
+
+    parts = [f"n={figures.n}", f"MAPE {pct(figures.mape)}", f"bias {pct(figures.bias, True)}",
+             f"R² {'-' if figures.r2 is None else f'{figures.r2:.4f}'}"]
+    if figures.outside_domain:
+        parts.append(f"outside {pct(figures.outside_domain)}")
+    if note:
+        parts.append(note)
+    name = law.name if len(law.name) <= 60 else law.name[:57] + "..."
+    return f"{name}\n{'  '.join(parts)}"
