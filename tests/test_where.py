@@ -146,7 +146,7 @@ def test_the_parser_never_evaluates_python() -> None:
         calls.append("eval")
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    builtins.eval = spy  # type: ignore[assignment]
+    builtins.eval = spy
     try:
         mask('tp == 4 and model in ["a", "b"]')
     finally:
