@@ -173,7 +173,8 @@ def rekey(
     if adopt and to is not None:
         raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
                           "file names; run lawkit rekey afterwards to move the keys")
-    target = None if adopt else _check_digest(to, "--to", length) if to else current_digest(ws)
+    target = None if adopt else \
+        _check_digest(to, "--to", length) if to is not None else current_digest(ws)
     files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
     stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
