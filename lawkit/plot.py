@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from lawkit.errors import LawkitError
 
 if TYPE_CHECKING:
+    from lawkit.config import Workspace
+    from lawkit.fit import FitReport
     from lawkit.lawfile import Law
     from lawkit.score import Metrics, ScoreReport
 
@@ -74,6 +76,44 @@ def plot_score(path: str | Path, report: ScoreReport) -> list[Path]:
     return _draw(Path(path), rows, title)
 
 
+def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence[str | Path],
+                    ws: Workspace) -> list[Path]:
+    """Draw the laws a `lawkit fit` just wrote against the captures they were fitted on.
+
+    The captures are read again, through lawkit.captures, for the columns the laws use; each
+    law is drawn on the rows its where/filter selects that hold valid values (holdout included).
+    """
+    from lawkit import captures as cap
+    from lawkit import lawfile
+    from lawkit.where import law_columns
+
+    written = lawfile.load(report.out, key=ws.digest.key, shown_as=report.out_shown)
+    laws = [written.law(fitted.spec.name) for fitted in report.laws]
+    numbers: dict[str, None] = {}
+    labels: dict[str, None] = {}
+    for law in laws:
+        numbers.update(dict.fromkeys([law.target, *law.columns()]))
+        labels.update(dict.fromkeys(law_columns(law.where, law.filter)))
+    spec = cap.ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels
+                                                               if c not in numbers))
+    chunks = list(cap.read_captures(cap.find_captures(capture_paths, shown=ws.rel), spec))
+    data = _concatenate([chunk.columns for chunk in chunks], spec.names())
+    return plot_fit(path, [(law, data) for law in laws],
+                    title=f"lawkit fit: {report.out_shown}")
+
+
+def check_plot_path(path: str | Path) -> None:
+    """Refuse a plot that cannot be drawn (format, folder, matplotlib) before any work is done."""
+    target = Path(path)
+    _format(target)
+    if not target.parent.is_dir():
+        raise LawkitError(f"--plot {target}: the folder {target.parent} does not exist")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise LawkitError(f"plotting needs matplotlib, an optional extra: {INSTALL}") from None
+
+
 def image_size(laws: Sequence[Law]) -> tuple[int, int]:
     """The (width, height) in pixels of the first image drawn for these laws."""
     ncols = 1 + max((len(law.columns()) for law in laws), default=0)
@@ -92,15 +132,28 @@ class _Row:
 
 
 def _selected(law: Law, data: Any) -> dict[str, Any]:
+    """The law's columns on the rows its where/filter selects (when the data holds their
+    columns) and where every one of them is a finite number."""
+    import numpy as np
+
     from lawkit.where import law_columns, law_mask
 
     columns = _columns(law, data)
+    n = len(columns[law.target])
+    mask = np.ones(n, dtype=bool)
     present = [c for c in law_columns(law.where, law.filter) if _has(data, c)]
     if (law.where or law.filter) and len(present) == len(law_columns(law.where, law.filter)):
-        selection = {c: _array(data, c, law) for c in present}
-        mask = law_mask(law.where, law.filter, selection)
-        columns = {c: v[mask] for c, v in columns.items()}
-    return columns
+        mask &= law_mask(law.where, law.filter, {c: _array(data, c, law) for c in present})
+    for values in columns.values():
+        if values.dtype.kind == "f":
+            mask &= np.isfinite(values)
+    return columns if mask.all() else {c: v[mask] for c, v in columns.items()}
+
+
+def _concatenate(parts: list[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    import numpy as np
+
+    return {c: np.concatenate([p[c] for p in parts]) if parts else np.zeros(0) for c in names}
 
 
 def _columns(law: Law, data: Any) -> dict[str, Any]:

@@ -151,3 +151,23 @@ def test_progress_is_silent_when_quiet_off_a_terminal_or_small(
         with progress(total, quiet=quiet) as advance:
             advance(total)
         assert stderr.getvalue() == ""
+
+
+def test_fit_plot_draws_the_laws_it_wrote_against_their_captures(tmp_path: Path) -> None:
+    _frame().to_csv(tmp_path / "caps.csv", index=False)
+    result = runner.invoke(app, [
+        "fit", "caps.csv", "--formula", "host_s ~ 1 + num_seqs + num_tokens", "--by", "phase",
+        "--captured-on", "1234abcd", "--out", "laws.yaml", "--plot", "fit.png"])
+    assert result.exit_code == 0, result.output
+    assert "lawkit: wrote fit.png" in result.stderr
+    assert png_size(tmp_path / "fit.png") == (3 * PANEL_PX[0], 2 * PANEL_PX[1])
+
+
+def test_fit_refuses_a_plot_it_cannot_draw_before_writing_anything(tmp_path: Path) -> None:
+    _frame().to_csv(tmp_path / "caps.csv", index=False)
+    result = runner.invoke(app, [
+        "fit", "caps.csv", "--formula", "host_s ~ 1 + num_seqs", "--captured-on", "1234abcd",
+        "--out", "laws.yaml", "--plot", "fit.gif"])
+    assert result.exit_code == 2
+    assert "expected a .png, .svg or .pdf file name" in result.stderr
+    assert not (tmp_path / "laws.yaml").exists()

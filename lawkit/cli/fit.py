@@ -57,6 +57,9 @@ def fit(
     weight: Annotated[str | None, typer.Option(
         "--weight", help="A column of row weights (rows that aggregate many steps).",
         show_default=False)] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Also draw each law's measured vs predicted values and residuals to this "
+        "PNG file (needs the 'plot' extra).", show_default=False)] = None,
     json: JsonOption = False,
     engine: EngineOption = None,
     config: ConfigOption = None,
@@ -85,11 +88,20 @@ def fit(
             holdout=holdout, labels=labels, name=name, captured_on=captured_on,
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
             drop_invalid=drop_invalid, weight=weight)
+        if plot is not None:
+            from lawkit.plot import check_plot_path
+
+            check_plot_path(plot)
         report = lib.run_fit(request, ws)
         if json:
             print_json(report.to_json())
         else:
             typer.echo("\n".join(report.lines()))
+        if plot is not None:
+            from lawkit.plot import plot_fit_report
+
+            for drawn in plot_fit_report(plot, report, captures, ws):
+                typer.echo(f"lawkit: wrote {drawn}", err=True)
         return 0
 
     run(body)
