@@ -281,3 +281,24 @@ def test_an_engine_missing_at_head_exits_2(tmp_path: Path) -> None:
                                  str(repo / "lawkit.toml")])
     assert result.exit_code == 2, result.output
     assert "no engine file at head (HEAD)" in result.stderr
+
+
+def test_a_large_review_shared_with_workers_gives_the_serial_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init_repo(tmp_path / "repo")
+    names = [f"laws/m{i % 4}/c{i:03d}.yaml" for i in range(400)]
+    before = {name: law_text(OLD, name) for name in names}
+    base = commit(repo, {**ENGINE, **before}, "base")
+    after: dict[str, str | bytes | None] = {
+        name: rekeyed(text, OLD, NEW) for name, text in before.items()}
+    after[names[7]] = before[names[7]]  # forgotten
+    after[names[300]] = rekeyed(before[names[300]], OLD, NEW, from_="deadbeef")
+    commit(repo, {**DOCSTRING_EDIT, **after}, "head")
+    ws = load_workspace(cwd=repo)
+    shared = review(ws, base)
+    monkeypatch.setattr("lawkit.review.map_in_workers", lambda fn, items: [fn(i) for i in items])
+    serial = review(ws, base)
+    assert shared == serial
+    assert sorted((f.path, f.kind) for f in shared.findings) == sorted([
+        (names[7], "forgotten"), (names[300], "rekey-from")])
+    assert shared.counts()["rekey"] == 399
