@@ -124,27 +124,42 @@ def _batched_ls(xs: Array, ys: Array) -> tuple[Array, Array]:
     return np.linalg.solve(r, z[..., None])[..., 0], ok
 
 
-def _c_steps(x: Array, y: Array, coef: Array, h: int, steps: int) -> tuple[Array, Array]:
-    """Concentration steps: refit each candidate on its h best-fitting rows (FAST-LTS C-step).
-
-    Returns the candidates and their LTS objectives (sum of the h smallest squared residuals).
-    """
+def _c_steps(x: Array, y: Array, coef: Array, h: int, steps: int) -> Array:
+    """Concentration steps for a stack of candidates: refit each on its h best-fitting rows."""
     for _ in range(steps):
         res = (y[None, :] - coef @ x.T) ** 2
         keep = np.argpartition(res, h - 1, axis=1)[:, :h]
         new, ok = _batched_ls(x[keep], y[keep])
         coef = np.where(ok[:, None], new, coef)
-    res = (y[None, :] - coef @ x.T) ** 2
-    return coef, np.partition(res, h - 1, axis=1)[:, :h].sum(axis=1)
+    return coef
+
+
+def _concentrate(x: Array, y: Array, coef: Array, h: int, steps: int) -> tuple[Array, float]:
+    """C-steps for one candidate on all rows until its h-subset stops changing.
+
+    Returns the coefficients and the LTS objective (sum of the h smallest squared residuals).
+    Each step never increases the objective (Rousseeuw & Van Driessen 2006, theorem 1).
+    """
+    keep = np.empty(0, dtype=np.intp)
+    for _ in range(steps):
+        res = (y - x @ coef) ** 2
+        new_keep = np.sort(np.argpartition(res, h - 1)[:h])
+        if np.array_equal(new_keep, keep):
+            break
+        keep = new_keep
+        coef = np.asarray(np.linalg.lstsq(x[keep], y[keep], rcond=None)[0], dtype=np.float64)
+    res = (y - x @ coef) ** 2
+    return coef, float(np.sum(np.partition(res, h - 1)[:h]))
 
 
 def _lts(x: Array, y: Array, seed: int) -> Array:
     """Least-trimmed-squares coefficients by FAST-LTS (deterministic for a given seed).
 
     Elemental p-subsets (all of them when there are at most 500), two C-steps each, the ten
-    best iterated to convergence. On more than 1500 rows the candidates are found on a random
-    subsample of 1500 and only the ten best are concentrated on all rows (a simplification of
-    the paper's nested subsamples).
+    best concentrated to convergence. On more than 1500 rows the candidates come from a random
+    subsample of 1500, the ten best get two C-steps on all rows and only the best of those is
+    concentrated to convergence (a simplification of the paper's nested subsamples that keeps
+    memory O(rows)).
     """
     n, p = x.shape
     h = (n + p + 1) // 2
@@ -159,19 +174,19 @@ def _lts(x: Array, y: Array, seed: int) -> Array:
     else:
         subsets = np.argsort(rng.random((_LTS_SUBSETS, m)), axis=1)[:, :p]
     coef, ok = _batched_ls(sub_x[subsets], sub_y[subsets])
-    coef = coef[ok]
-    if coef.shape[0] == 0:
+    if not np.any(ok):
         raise FitError("no elemental subset of the rows has full rank: the robust fit needs "
                        "rows that vary in every term")
-    sub_h = (m + p + 1) // 2
-    coef, obj = _c_steps(sub_x, sub_y, coef, sub_h, 2)
-    best = coef[np.argsort(obj, kind="stable")[:_LTS_KEEP]]
-    for _ in range(_MAX_IRLS):
-        new, obj = _c_steps(x, y, best, h, 1)
-        if np.array_equal(new, best):
-            break
-        best = new
-    return np.asarray(best[int(np.argmin(obj))], dtype=np.float64)
+    coef = _c_steps(sub_x, sub_y, coef[ok], (m + p + 1) // 2, 2)
+    res = (sub_y[None, :] - coef @ sub_x.T) ** 2
+    obj = np.partition(res, (m + p + 1) // 2 - 1, axis=1)[:, : (m + p + 1) // 2].sum(axis=1)
+    steps = _MAX_IRLS if n <= _LTS_SUBSAMPLE else 2
+    finals = [_concentrate(x, y, c, h, steps) for c in coef[np.argsort(obj, kind="stable")]
+              [:_LTS_KEEP]]
+    best, _obj = min(finals, key=lambda pair: pair[1])
+    if n > _LTS_SUBSAMPLE:
+        best, _obj = _concentrate(x, y, best, h, _MAX_IRLS)
+    return np.asarray(best, dtype=np.float64)
 
 
 def _rho_biweight(u: Array, c: float) -> Array:

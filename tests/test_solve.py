@@ -350,3 +350,15 @@ def test_nnls_holds_a_negative_coefficient_at_zero() -> None:
 def test_nnls_equals_ols_when_ols_is_already_non_negative() -> None:
     x, y, _w = problem()
     assert fit(x, y, TERMS, method="nnls").coef == fit(x, y, TERMS).coef
+
+
+def test_robust_fit_on_thousands_of_rows_survives_thirty_percent_garbage() -> None:
+    rng = np.random.default_rng(7)
+    n = 5000  # above FAST-LTS's 1500-row subsample
+    x = np.column_stack([np.ones(n), rng.uniform(0, 128, n), rng.uniform(0, 4096, n)])
+    y = x @ np.array([0.04, 0.0154, 2e-4]) + 0.01 * rng.standard_normal(n)
+    bad = rng.random(n) < 0.3
+    y[bad] = rng.uniform(0, 1, int(bad.sum()))
+    result = fit(x, y, TERMS, method="robust")
+    np.testing.assert_allclose(result.coef, [0.04, 0.0154, 2e-4], rtol=0.02)
+    assert result.downweighted is not None and result.downweighted >= int(bad.sum()) * 0.9
