@@ -1,0 +1,187 @@
+"""The commands as Python functions: `lawkit.digest(...)`, `lawkit.check(...)`, ... .
+
+Each returns the report its command prints (`report.lines()` or `report.to_json()` is what
+the command shows) and raises a `LawkitError` where the command exits 2. The workspace is
+found as the command finds it, by walking up from `workspace` (a folder; default: the working
+directory), or is given as a `Workspace`, or is named by `config`; `engine` and `laws` override its
+`[tool.lawkit]` values as `--engine` and `--laws` do. Relative paths are relative to the
+working directory, as on the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import datetime
+
+    from lawkit.check import CheckReport
+    from lawkit.config import Workspace
+    from lawkit.digest import DigestReport
+    from lawkit.fit import FitReport
+    from lawkit.lawfile import LawFile
+    from lawkit.rekey import RekeyReport
+    from lawkit.score import ScoreReport
+
+
+
+def _workspace(
+    where: Workspace | str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    engine: str | Path | None = None,
+    laws: str | Path | None = None,
+) -> Workspace:
+    """The workspace a command would use from `where` (a folder, or a Workspace as it is)."""
+    from dataclasses import replace
+
+    from lawkit.config import Workspace, load_workspace
+
+    if isinstance(where, Workspace):
+        ws = where
+        if engine is not None:
+            ws = replace(ws, digest=replace(ws.digest, root=Path(engine).absolute()))
+        if laws is not None:
+            ws = replace(ws, laws=Path(laws).absolute())
+        return ws
+    cwd = Path(where).absolute() if where is not None else None
+    return load_workspace(config=_path(config), engine=_path(engine), laws=_path(laws), cwd=cwd)
+
+
+def digest(
+    workspace: Workspace | str | Path | None = None,
+    *,
+    engine: str | Path | None = None,
+    rev: str | None = None,
+    explain: bool = False,
+    config: str | Path | None = None,
+) -> DigestReport:
+    """`lawkit digest`: the engine's digest (its `.digest`), from the work tree or at `rev`."""
+    from lawkit.digest import digest_report
+
+    ws = _workspace(workspace, config=config, engine=engine)
+    return digest_report(ws, rev=rev, explain=explain)
+
+
+def check(
+    workspace: Workspace | str | Path | None = None,
+    *,
+    engine: str | Path | None = None,
+    laws: str | Path | None = None,
+    config: str | Path | None = None,
+) -> CheckReport:
+    """`lawkit check`: every law file valid, explained, on the current digest (`.ok`)."""
+    from lawkit.check import check_workspace
+
+    return check_workspace(_workspace(workspace, config=config, engine=engine, laws=laws))
+
+
+def rekey(
+    workspace: Workspace | str | Path | None = None,
+    *,
+    why: str,
+    refs: Sequence[str] = (),
+    to: str | None = None,
+    from_: str | None = None,
+    adopt: bool = False,
+    dry_run: bool = False,
+    paths: Sequence[str | Path] | None = None,
+    engine: str | Path | None = None,
+    laws: str | Path | None = None,
+    config: str | Path | None = None,
+    at: datetime.datetime | None = None,
+) -> RekeyReport:
+    """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit."""
+    from lawkit.rekey import rekey as rekey_files
+
+    ws = _workspace(workspace, config=config, engine=engine, laws=laws)
+    return rekey_files(ws, why=why, refs=refs, to=to, from_=from_, adopt=adopt, dry_run=dry_run,
+                       paths=[Path(p) for p in paths] if paths is not None else None, at=at)
+
+
+def fit(
+    captures: str | Path | Sequence[str | Path],
+    *,
+    out: str | Path,
+    formula: str | Sequence[str] = (),
+    by: str | Sequence[str] = (),
+    where: str | None = None,
+    method: str | None = None,
+    holdout: float | None = None,
+    labels: Mapping[str, str] | None = None,
+    name: str | None = None,
+    captured_on: str | None = None,
+    allow_negative: bool = False,
+    allow_mixed_digests: bool = False,
+    drop_invalid: bool = False,
+    weight: str | None = None,
+    write: bool = True,
+    workspace: Workspace | str | Path | None = None,
+    engine: str | Path | None = None,
+    config: str | Path | None = None,
+) -> FitReport:
+    """`lawkit fit`: fit laws from captures into `out` (nothing written with `write=False`).
+
+    `formula` and `by` take one value or several (`by="model,tp"` as on the command line).
+    """
+    from lawkit import fit as lib
+
+    ws = _workspace(workspace, config=config, engine=engine)
+    request = lib.FitRequest(
+        captures=_paths(captures), out=Path(out), formulas=_strings(formula),
+        by=[c.strip() for item in _strings(by) for c in item.split(",") if c.strip()],
+        where=where, method=method, holdout=holdout, labels=dict(labels or {}), name=name,
+        captured_on=captured_on, allow_negative=allow_negative,
+        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight)
+    return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
+
+
+def score(
+    law_file: LawFile | str | Path,
+    captures: Any,
+    *,
+    where: str | None = None,
+    max_mape: float | None = None,
+    drop_invalid: bool = False,
+    keep_data: bool = False,
+    workspace: Workspace | str | Path | None = None,
+    config: str | Path | None = None,
+) -> ScoreReport:
+    """`lawkit score`: each law's figures on captures (`.exit_code` is the command's).
+
+    `captures` are capture paths (files, folders, globs), or rows in memory: a DataFrame or a
+    mapping of column -> array (then `law_file` may be a loaded LawFile, and `where` and
+    `drop_invalid` do not apply).
+    """
+    from lawkit import score as lib
+    from lawkit.lawfile import LawFile, load
+
+    if not isinstance(captures, (str, Path)) and not _is_path_list(captures):
+        if where is not None or drop_invalid:
+            raise TypeError("where and drop_invalid apply to capture files; filter the rows "
+                            "in memory yourself")
+        loaded = law_file if isinstance(law_file, LawFile) else load(law_file)
+        return lib.score_data(loaded, captures, max_mape=max_mape, keep_data=keep_data)
+    if isinstance(law_file, LawFile):
+        law_file = law_file.path
+    ws = _workspace(workspace, config=config)
+    return lib.score(ws, law_file, _paths(captures), where=where, max_mape=max_mape,
+                     drop_invalid=drop_invalid, keep_data=keep_data)
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    return [value] if isinstance(value, (str, Path)) else list(value)
+
+
+def _strings(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _is_path_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, (str, Path)) for v in value)
