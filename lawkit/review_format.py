@@ -8,6 +8,11 @@ from collections import Counter
 from lawkit.review import CLASSES, ReviewReport
 from lawkit.review_laws import FileReview, Finding
 
+MARKDOWN_OK_ROWS = 50
+"""Verified files listed one per row in a Markdown report; the rest are counted in one row."""
+MARKDOWN_ENGINE_LINES = 200
+"""Engine files listed in a Markdown report; the rest are counted."""
+
 _DONE = {"rekey": "re-keyed", "refit": "refitted", "adopt": "adopted", "new": "new",
          "removed": "removed", "hand-edit": "hand-edited", "invalid": "invalid",
          "forgotten": "forgotten"}
@@ -66,11 +71,21 @@ def as_markdown(report: ReviewReport) -> str:
            f"`{report.base.digest or 'none'}`) → head `{_md(report.head.rev)}` "
            f"(`{report.head.short}`, {key} `{report.head.digest}`)", ""]
     if report.files:
+        # Every file with a finding gets a row; verified ones up to a cap, so that a change
+        # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
+        shown_ok = {id(r) for r in [r for r in report.files if r.ok][:MARKDOWN_OK_ROWS]}
         out += ["| file | class | from → to | verdict |", "|---|---|---|---|"]
         for r in report.files:
+            if r.ok and id(r) not in shown_ok:
+                continue
             verdict = "✅ ok" if r.ok else "❌ " + "<br>".join(_md(_in_file(f))
                                                               for f in r.findings)
             out.append(f"| `{_md(r.path)}` | {r.kind} | {_md_keys(r)} | {verdict} |")
+        left = Counter(r.kind for r in report.files if r.ok and id(r) not in shown_ok)
+        if left:
+            out.append(f"| … {sum(left.values())} more | "
+                       + ", ".join(f"{n} {kind}" for kind, n in left.most_common())
+                       + " | | ✅ ok |")
         out.append("")
     out.append(_share(report))
     out += [f"- {_md(line)}" for line in _reasons(report)]
@@ -79,7 +94,11 @@ def as_markdown(report: ReviewReport) -> str:
     if len(engine):
         out += [f"<details><summary>{len(engine)} hashed engine file{_s(len(engine))} changed "
                 "since base: what the re-keys vouch cannot move host time</summary>", ""]
-        out += [f"- {how} `{_md(path)}`" for how, path in engine.lines()]
+        listed = engine.lines()
+        out += [f"- {how} `{_md(path)}`" for how, path in listed[:MARKDOWN_ENGINE_LINES]]
+        if len(listed) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(listed) - MARKDOWN_ENGINE_LINES} more (lawkit review "
+                       "--format json lists them all)")
         out += ["", "</details>", ""]
     else:
         out += ["No hashed engine file changed since base.", ""]

@@ -302,3 +302,23 @@ def test_a_large_review_shared_with_workers_gives_the_serial_result(
     assert sorted((f.path, f.kind) for f in shared.findings) == sorted([
         (names[7], "forgotten"), (names[300], "rekey-from")])
     assert shared.counts()["rekey"] == 399
+
+
+def test_markdown_lists_every_finding_and_counts_the_verified_files_past_a_cap(
+        tmp_path: Path) -> None:
+    from lawkit.review_format import MARKDOWN_OK_ROWS, as_markdown
+
+    repo = init_repo(tmp_path / "repo")
+    names = [f"laws/c{i:03d}.yaml" for i in range(MARKDOWN_OK_ROWS + 30)]
+    before = {name: law_text(OLD, name) for name in names}
+    base = commit(repo, {**ENGINE, **before}, "base")
+    after: dict[str, str | bytes | None] = {
+        name: rekeyed(text, OLD, NEW) for name, text in before.items()}
+    after[names[-1]] = rekeyed(before[names[-1]], OLD, NEW, why="")
+    commit(repo, {**DOCSTRING_EDIT, **after}, "head")
+    lines = as_markdown(review(load_workspace(cwd=repo), base)).splitlines()
+    rows = [line for line in lines if line.startswith("| `laws/")]
+    assert len(rows) == MARKDOWN_OK_ROWS + 1
+    assert rows[-1].startswith(f"| `{names[-1]}` | rekey |") and "❌" in rows[-1]
+    assert "| … 29 more | 29 rekey | | ✅ ok |" in lines
+    assert len("\n".join(lines)) < 65536
