@@ -6,12 +6,14 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import yaml
 from samples import GOOD
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from lawkit.lawfile import load
 from lawkit.schema import TERM_PATTERN, law_file_schema
 
 runner = CliRunner()
@@ -71,3 +73,9 @@ def test_schema_does_not_import_numpy() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_law_file_naming_the_schema_on_its_first_line_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "laws.yaml"
+    path.write_text("# yaml-language-server: $schema=../lawkit.schema.json\n" + GOOD)
+    assert load(path).law("prefill").target == "host_s"
