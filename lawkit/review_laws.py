@@ -249,15 +249,15 @@ class Checker:
         """Walk the appended entries from the key at base: each must follow from the one before."""
         first = len(head_file.host.provenance) - len(appended)
         key = base_key
-        body: str | None = None
         for i, entry in enumerate(appended, start=first):
             line = head_file.line("host", "provenance", i)
             if entry.rekey:
                 if entry.rekey.from_ != key:
+                    was = (f"the law's key at base ({self.base_rev}) is" if i == first else
+                           "the entry before it leaves the key at")
                     review.add("rekey-from", f"the rekey entry says from {entry.rekey.from_}, "
-                               f"but the law's key at base ({self.base_rev}) is {key}: re-key "
-                               "from the base's key (run lawkit rekey on the change's own "
-                               "base)", line)
+                               f"but {was} {key}: re-key from the base's key (run lawkit rekey "
+                               "on the change's own base)", line)
                 if not entry.rekey.why.strip():
                     review.add("rekey-why", "the rekey entry has an empty why: say why the "
                                "change cannot move host time (lawkit rekey --why TEXT)", line)
@@ -269,20 +269,23 @@ class Checker:
                 if not entry.adopt.why.strip():
                     review.add("adopt-why", "the adopt entry has an empty why (lawkit rekey "
                                "--adopt --why TEXT)", line)
-                body = entry.adopt.body  # an adoption vouches for the key; it moves nothing
             elif entry.fit:
-                key, body = entry.fit.digest, entry.fit.body
+                key = entry.fit.digest
         head_key = head_file.host.key[self.key]
         last = head_file.line("host", "provenance", len(head_file.host.provenance) - 1)
         if key != head_key:
             what = "fit" if review.kind == "refit" else "newest"
             review.add(f"{review.kind}-digest", f"the {what} entry leaves the key at {key}, but "
                        f"host.key.{self.key} is {head_key}: the key was edited by hand", last)
-        if body is not None and body != head_file.body_hash():
-            review.add(f"{review.kind}-body", f"the laws' body hash is {head_file.body_hash()}, "
-                       f"but the newest {'fit' if review.kind == 'refit' else 'adopt'} entry "
-                       f"vouches for {body}: the laws were edited after it: refit them "
-                       "(lawkit fit)", last)
+        # A re-key vouches for the laws as the newest fit or adoption left them: say so when
+        # they were edited by hand since (`lawkit rekey` refuses such a file).
+        vouched = next((e for e in reversed(head_file.host.provenance) if e.body is not None),
+                       None)
+        body = head_file.body_hash()
+        if vouched is not None and vouched.body != body:
+            review.add(f"{review.kind}-body", f"the laws' body hash is {body}, "
+                       f"but the newest {vouched.kind} entry vouches for {vouched.body}: the "
+                       "laws were edited after it: refit them (lawkit fit)", last)
 
     def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
         """The integrity rule of DESIGN.md section 5, for a file new at head."""

@@ -322,3 +322,11 @@ def test_markdown_lists_every_finding_and_counts_the_verified_files_past_a_cap(
     assert rows[-1].startswith(f"| `{names[-1]}` | rekey |") and "❌" in rows[-1]
     assert "| … 29 more | 29 rekey | | ✅ ok |" in lines
     assert len("\n".join(lines)) < 65536
+
+
+def test_a_rekey_of_laws_edited_after_their_fit_is_a_finding(tmp_path: Path) -> None:
+    # The base's laws no longer match their fit entry's body: a re-key must not vouch for them.
+    before = law_text(OLD, "a").replace("0.0021", "0.0025", 1)
+    _, r = review_one(tmp_path, before, rekeyed(before, OLD, NEW))
+    assert r is not None and r.kind == "rekey" and kinds(r) == ["rekey-body"]
+    assert "the newest fit entry vouches for" in r.findings[0].message
