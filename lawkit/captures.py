@@ -169,6 +169,20 @@ class Chunk:
         return CaptureError(f"column {column}, row {self.start + row + 1}: "
                             f"{self.problem(column, row)}", path=self.capture.shown)
 
+    @property
+    def has_digest_column(self) -> bool:
+        """Whether the file has a digest column (rather than metadata, or nothing)."""
+        return self.spec.digest is not None and self.spec.digest in self.columns
+
+    def digests_of(self, rows: BoolArray) -> list[str]:
+        """The distinct digests of the given rows, in first-seen order ([] when none named)."""
+        if not rows.any():
+            return []
+        if self.has_digest_column:
+            values = self.columns[self.spec.digest or ""]
+            return [str(v) for v in dict.fromkeys(values[rows].tolist())]
+        return [self.digest] if self.digest is not None else []
+
     def digests(self) -> Any:
         """The digest of every row (an object array), or None when the file names none."""
         if self.spec.digest is not None and self.spec.digest in self.columns:
@@ -309,6 +323,10 @@ class _Reader:
         self.rows = 0
         self.metadata_digest: str | None = None
         self.has_digest_column = False
+        self.total_rows: int | None = None
+        """Set by a reader that knows the file's row count before reading: the whole file is
+        then read batch by batch into arrays of that length (peak memory: the arrays and one
+        batch, not the file twice)."""
 
     def fail(self, message: str) -> CaptureError:
         return CaptureError(message, path=self.capture.shown)
@@ -318,9 +336,21 @@ class _Reader:
 
     def chunks(self) -> Iterator[Chunk]:
         try:
+            whole: _Whole | None = None
             for batch in self.batches():
+                if self.chunk_rows is None and self.total_rows is not None:
+                    whole = whole or _Whole(self.total_rows)
+                    whole.add(self._chunk(batch))
+                    continue
                 for piece in self._pieces(batch):
                     yield self._chunk(piece)
+            if self.total_rows is not None and self.chunk_rows is None:
+                if whole is None:
+                    yield Chunk(capture=self.capture, file_index=self.file_index, start=0,
+                                size=0, columns={c: np.zeros(0) for c in self.wanted()},
+                                digest=self.metadata_digest, spec=self.spec)
+                else:
+                    yield whole.chunk()
         except CaptureError:
             raise
         except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
@@ -424,7 +454,8 @@ class _ParquetReader(_Reader):
         source: Any = str(self.capture.path)
         if self.capture.compressed:
             source = pa.BufferReader(_gunzip(self.capture))
-        parquet = pq.ParquetFile(source)
+        # Without pre-buffering, pyarrow holds one page of each column, not whole row groups.
+        parquet = pq.ParquetFile(source, pre_buffer=False, buffer_size=1 << 20)
         schema = parquet.schema_arrow
         if self.spec.digest is not None and schema.metadata:
             raw = schema.metadata.get(f"{METADATA_PREFIX}{self.spec.digest}".encode())
@@ -433,10 +464,9 @@ class _ParquetReader(_Reader):
         self.check_columns(schema.names)
         columns = self.wanted()
         if self.chunk_rows is None:
-            table = parquet.read(columns=columns, use_threads=True)
-            yield _single_batch(table)
-            return
-        yield from parquet.iter_batches(batch_size=self.chunk_rows, columns=columns)
+            self.total_rows = int(parquet.metadata.num_rows)
+        yield from parquet.iter_batches(batch_size=self.chunk_rows or _FILL_ROWS,
+                                        columns=columns)
 
 
 class _CsvReader(_Reader):
@@ -561,13 +591,55 @@ class _JsonReader(_Reader):
 # -- helpers --------------------------------------------------------------------------------
 
 
+_FILL_ROWS = 1 << 16
+
+
+class _Whole:
+    """A whole file's Chunk, filled batch by batch into arrays of the file's length."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.first: Chunk | None = None
+        self.at = 0
+
+    def add(self, part: Chunk) -> None:
+        if self.first is None:
+            self.first = Chunk(capture=part.capture, file_index=part.file_index, start=0,
+                               size=self.total, columns={}, digest=part.digest, spec=part.spec)
+        whole = self.first
+        end = self.at + part.size
+        for name, values in part.columns.items():
+            target = whole.columns.get(name)
+            if target is None:
+                target = whole.columns[name] = np.empty(self.total, dtype=values.dtype)
+            elif target.dtype != values.dtype and target.dtype != object:
+                # a label that is int in one batch and has gaps (objects) in another
+                target = whole.columns[name] = target.astype(object)
+            target[self.at:end] = values
+        for store, fill, parts in ((whole._raw, None, part._raw),
+                                   (whole._empty, False, part._empty)):
+            for name, values in parts.items():
+                if name not in store:
+                    store[name] = np.full(self.total, fill,
+                                          dtype=object if fill is None else bool)
+                store[name][self.at:end] = values
+        self.at = end
+
+    def chunk(self) -> Chunk:
+        assert self.first is not None
+        if self.at != self.total:
+            raise CaptureError(f"read {self.at} rows where the metadata says {self.total}",
+                               path=self.first.capture.shown)
+        return self.first
+
+
 def _label_values(array: Any) -> Any:
     """A label column as typed: ints as int64, floats as float64, anything else (text, or
     ints with gaps, which stay ints) as an object array."""
     import pyarrow as pa
 
     kind = array.type
-    if pa.types.is_dictionary(kind):
+    if pa.types.is_dictionary(kind) and not pa.types.is_string(kind.value_type):
         array = array.cast(kind.value_type)
         kind = array.type
     if not array.null_count and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
@@ -580,7 +652,6 @@ def _label_values(array: Any) -> Any:
 
 
 # pyarrow's own to_numpy imports pandas (half a second) on first use: these read the buffers.
-_BIG = 100_000
 
 
 def _chunks(array: Any) -> list[Any]:
@@ -631,12 +702,36 @@ def _nulls(array: Any) -> BoolArray:
 
 
 def _objects(array: Any) -> Any:
-    """Any arrow array as an object array of Python values (None for null)."""
-    if len(array) > _BIG:  # to_pylist is slow on big columns: pay for pyarrow's path there
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-    values = np.empty(len(array), dtype=object)
-    values[:] = array.to_pylist()
-    return values
+    """Any arrow array as an object array of Python values (None for null); text goes through
+    a dictionary, so that a million rows of a few model names share a few str objects."""
+    import pyarrow as pa
+
+    parts = []
+    for chunk in _chunks(array):
+        kind = chunk.type
+        text = pa.types.is_string(kind) or pa.types.is_large_string(kind) or \
+            pa.types.is_string_view(kind)
+        if pa.types.is_dictionary(kind) or (text and len(chunk) > 64):
+            encoded = chunk if pa.types.is_dictionary(kind) else chunk.dictionary_encode()
+            dictionary = np.empty(len(encoded.dictionary), dtype=object)
+            dictionary[:] = encoded.dictionary.to_pylist()
+            nulls = _nulls(encoded)
+            if not len(dictionary):
+                parts.append(np.full(len(chunk), None, dtype=object))
+                continue
+            index = _numbers(encoded.indices).astype(np.intp)
+            if nulls.any():
+                index = np.where(nulls, 0, index)
+            values = dictionary[index]
+            values[nulls] = None
+            parts.append(values)
+            continue
+        values = np.empty(len(chunk), dtype=object)
+        values[:] = chunk.to_pylist()
+        parts.append(values)
+    if not parts:
+        return np.empty(0, dtype=object)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _single_batch(table: Any) -> Any:

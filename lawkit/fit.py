@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,8 +68,9 @@ METHODS = ("ols", "huber", "robust", "nnls")
 CURRENT = "current"
 STREAM_ROWS = 1 << 20
 """Rows per chunk when a fit streams."""
-IN_MEMORY_BYTES = 2 << 30
-"""Above this estimated size of the numeric columns read, a fit streams."""
+IN_MEMORY_BYTES = 1 << 30
+"""Above this estimated size of the columns read, a fit streams (environment variable
+LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams)."""
 _DIGEST_TEXT = re.compile(r"[0-9a-fA-F]{4,64}\Z")
 
 
@@ -156,6 +158,9 @@ class FitReport:
     at: str
     labels: dict[str, Any]
     kept: list[str] = field(default_factory=list)
+    dropped: int = 0
+    """Rows dropped (--drop-invalid) for an empty or invalid selection or digest value; the
+    rows each law dropped for its fitted columns are in its `fit.dropped`."""
     written: bool = False
     text: str = ""
 
@@ -179,6 +184,7 @@ class FitReport:
             "laws": [{**_json_safe(f.law), "replaced": f.replaced, "dropped": f.dropped}
                      for f in self.laws],
             "kept": self.kept,
+            "dropped": self.dropped,
         }
 
     def lines(self) -> list[str]:
@@ -204,6 +210,8 @@ class FitReport:
             counts.append(f"{replaced} replaced")
         if self.kept:
             counts.append(f"{len(self.kept)} kept")
+        if self.dropped:
+            out.append(f"dropped {self.dropped} rows with an invalid selection or digest value")
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")
@@ -252,7 +260,7 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     labels.update(request.labels)
     return FitReport(out=out, out_shown=out_shown, laws=fitted, digest=digest, digests=digests,
                      records=scan.records, captures=records, at=_timestamp(request.now),
-                     labels=labels, kept=kept)
+                     labels=labels, kept=kept, dropped=scan.dropped)
 
 
 # -- planning -------------------------------------------------------------------------------
@@ -354,7 +362,15 @@ def _chunk_rows(request: FitRequest, found: Sequence[captures.Capture],
             estimate += _parquet_rows(capture) * columns * 8
         else:
             estimate += size * (5 if capture.compressed else 1)
-    return STREAM_ROWS if estimate > IN_MEMORY_BYTES else None
+    limit = IN_MEMORY_BYTES
+    override = os.environ.get("LAWKIT_IN_MEMORY_BYTES", "").strip()
+    if override:
+        try:
+            limit = int(override)
+        except ValueError:
+            raise FitError(f"LAWKIT_IN_MEMORY_BYTES={override!r}: expected a number of "
+                           "bytes") from None
+    return STREAM_ROWS if estimate > limit else None
 
 
 def _parquet_rows(capture: captures.Capture) -> int:
@@ -412,6 +428,8 @@ class _Scan:
     selected: dict[int, int] = field(default_factory=dict)
     digests: dict[str, list[str]] = field(default_factory=dict)
     undigested: list[str] = field(default_factory=list)
+    dropped: int = 0
+    """Rows dropped (with drop_invalid) for an invalid selection or digest value."""
 
 
 def _selector_columns(spec: LawSpec, by: Sequence[str]) -> list[str]:
@@ -445,32 +463,36 @@ def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> _Sc
                                     digest=spec.digest)
     if source.streaming:
         # the selection columns may be numbers too: read them as such
+        numbers = tuple(c for c in spec.numbers if c in scan_spec.labels)
         scan_spec = captures.ColumnSpec(
-            numbers=tuple(c for c in spec.numbers if c in scan_spec.labels),
-            labels=tuple(c for c in scan_spec.labels if c not in spec.numbers),
-            digest=spec.digest)
+            numbers=numbers, labels=tuple(c for c in scan_spec.labels if c not in spec.numbers),
+            digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers))
     for chunk in source.chunks(scan_spec if source.streaming else None):
         scan.records += chunk.size
-        digests = chunk.digests()
-        if digests is None and chunk.start == 0:
+        named = chunk.has_digest_column or chunk.digest is not None
+        if not named and chunk.start == 0:
             scan.undigested.append(chunk.capture.shown)
         used = np.zeros(chunk.size, dtype=bool)
+        selection_ok = np.ones(chunk.size, dtype=bool)
         for i, law in enumerate(specs):
             columns = _selector_columns(law, request.by)
-            if digests is not None and spec.digest is not None:
+            if chunk.has_digest_column and spec.digest is not None:
                 columns.append(spec.digest)
             ok = _valid_or_raise(chunk, columns, None, request.drop_invalid)
-            rows = ok & law_mask(law.where, law.filter, _selection_data(chunk, ok))
+            selection_ok &= ok
+            rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
+            if not ok.all():
+                rows &= ok
             scan.selected[i] = scan.selected.get(i, 0) + int(np.count_nonzero(rows))
             used |= rows
             if request.by:
                 seen = scan.groups.setdefault(i, [])
                 seen.extend(_group_keys(chunk, request.by, rows))
-        if digests is not None and used.any():
-            for value in dict.fromkeys(digests[used].tolist()):
-                files = scan.digests.setdefault(str(value), [])
-                if chunk.capture.shown not in files:
-                    files.append(chunk.capture.shown)
+        scan.dropped += int(chunk.size - np.count_nonzero(selection_ok))
+        for value in chunk.digests_of(used):
+            files = scan.digests.setdefault(value, [])
+            if chunk.capture.shown not in files:
+                files.append(chunk.capture.shown)
     for i in scan.groups:
         scan.groups[i] = _sorted_keys(scan.groups[i])
     return scan
@@ -480,7 +502,7 @@ def _valid_or_raise(chunk: captures.Chunk, columns: Sequence[str], rows: BoolArr
                     drop: bool) -> BoolArray:
     """The rows (of `rows`) valid in `columns`; without `drop`, an error at the first bad one."""
     ok = chunk.valid(columns)
-    if not drop:
+    if not drop and not (ok.all() if rows is None else ok[rows].all()):
         first = chunk.first_invalid(list(columns), rows)
         if first is not None:
             raise chunk.error(*first)
@@ -630,8 +652,9 @@ class _Rows:
     def see(self, chunk: captures.Chunk, features: Sequence[str], rows: BoolArray) -> None:
         if not rows.any():
             return
+        everything = bool(rows.all())
         for name in features:
-            values = chunk.columns[name][rows]
+            values = chunk.columns[name] if everything else chunk.columns[name][rows]
             lo, hi = float(values.min()), float(values.max())
             self.low[name] = min(self.low.get(name, lo), lo)
             self.high[name] = max(self.high.get(name, hi), hi)
@@ -642,17 +665,19 @@ def _law_rows(law: LawSpec, chunk: captures.Chunk, request: FitRequest, split: _
               ) -> tuple[BoolArray, int]:
     """The chunk rows a law fits (or scores, with `holdout`) and how many it dropped."""
     selectors = _selector_columns(law, ())
-    if digest_column is not None and chunk.digests() is not None and \
-            digest_column in chunk.columns:
+    if digest_column is not None and chunk.has_digest_column:
         selectors.append(digest_column)
     ok = chunk.valid(selectors)  # the scan raised on these already unless dropping
-    rows = ok & law_mask(law.where, law.filter, _selection_data(chunk, ok))
+    rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
+    if not ok.all():
+        rows &= ok
     if split is not None:
         held = split.held(chunk)
         rows &= held if holdout else ~held
-    numbers = law.numbers()
-    good = _valid_or_raise(chunk, numbers, rows, request.drop_invalid)
-    dropped = int(np.count_nonzero(rows & ~good)) + int(np.count_nonzero(~ok))
+    good = _valid_or_raise(chunk, law.numbers(), rows, request.drop_invalid)
+    if good.all():
+        return rows, 0
+    dropped = int(np.count_nonzero(rows & ~good))
     return rows & good, dropped
 
 

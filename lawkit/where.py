@@ -87,15 +87,17 @@ class Expr:
                 return None
         return out
 
-    def mask(self, data: Any) -> BoolArray:
-        """The rows of `data` (a DataFrame or a mapping of column -> array) it selects."""
+    def mask(self, data: Any, *, size: int | None = None) -> BoolArray:
+        """The rows of `data` (a DataFrame or a mapping of column -> array) it selects;
+        `size` is the row count where `data` may hold no column to tell it."""
         import numpy as np
 
         try:
             selected = self._eval(data, {})
         except _EvalError as exc:
             raise FitError(f"where {str(self)!r}: {exc}") from None
-        return np.broadcast_to(np.asarray(selected, dtype=bool), (_length(data),)).copy()
+        n = _length(data) if size is None else size
+        return np.broadcast_to(np.asarray(selected, dtype=bool), (n,)).copy()
 
     def __str__(self) -> str:
         return self.text or self._render()
@@ -291,13 +293,16 @@ def law_columns(where: Mapping[str, Any] | None, filter: str | None) -> list[str
     return list(out)
 
 
-def law_mask(where: Mapping[str, Any] | None, filter: str | None, data: Any) -> BoolArray:
-    """The rows a law's `where` mapping and `filter` expression select (ANDed)."""
+def law_mask(where: Mapping[str, Any] | None, filter: str | None, data: Any, *,
+             size: int | None = None) -> BoolArray:
+    """The rows a law's `where` mapping and `filter` expression select (ANDed); `size` as for
+    `Expr.mask`."""
     import numpy as np
 
-    mask = mapping_expr(where).mask(data) if where else np.ones(_length(data), dtype=bool)
+    n = _length(data) if size is None else size
+    mask = mapping_expr(where).mask(data, size=n) if where else np.ones(n, dtype=bool)
     if filter:
-        mask &= parse_where(filter).mask(data)
+        mask &= parse_where(filter).mask(data, size=n)
     return mask
 
 

@@ -337,6 +337,20 @@ def test_streaming_in_tiny_chunks_agrees_with_the_in_memory_fit(tmp_path: Path,
             assert math.isclose(a.law["fit"][key], b.law["fit"][key], rel_tol=1e-9)
 
 
+def test_streaming_needs_no_selection_column(tmp_path: Path) -> None:
+    path = tmp_path / "a.parquet"
+    pq.write_table(table().replace_schema_metadata({"lawkit.atom": "cafe0123"}), path,
+                   row_group_size=10)
+    ws = load_workspace()
+    base = {"captures": [str(path)], "out": tmp_path / "a.yaml", "formulas": [FORMULA]}
+    whole = fit_laws(FitRequest(**base), ws)  # type: ignore[arg-type]
+    streamed = fit_laws(FitRequest(**base, chunk_rows=4), ws)  # type: ignore[arg-type]
+    assert streamed.records == 78 and streamed.digest == "cafe0123"
+    ca = np.array(list(whole.laws[0].law["terms"].values()))
+    cb = np.array(list(streamed.laws[0].law["terms"].values()))
+    assert np.all(np.abs(ca - cb) <= 8 * whole.laws[0].law["fit"]["cond"] * EPS * np.abs(ca))
+
+
 def test_streaming_non_ols_methods_give_the_in_memory_result(tmp_path: Path) -> None:
     ws = load_workspace()
     whole = fit_laws(_request(tmp_path, method="robust"), ws)

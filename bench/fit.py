@@ -1,0 +1,181 @@
+"""Benchmark `lawkit fit` against statsmodels and a bare pandas + numpy.linalg.lstsq script.
+
+Run: .venv/bin/python bench/fit.py [--rows N] [--stream-rows N] [--runs N] [--keep DIR]
+
+1. In memory: a Parquet capture of `--rows` rows (default 5 million), 5 feature columns and a
+   target (6 terms with the intercept), fitted as whole processes, each run in turn, best of
+   `--runs` after a warm-up:
+   - `lawkit fit caps.parquet --formula ... --out ...` (the installed script): QR, refinement
+     to the float64 limit, statistics, domain, the law file with provenance;
+   - a statsmodels script: `pandas.read_parquet`, `sm.OLS(y, sm.add_constant(X)).fit()`;
+   - a bare script: `pandas.read_parquet`, `numpy.linalg.lstsq` (fast, not accurate: it scores
+     0 digits on NIST Filip).
+   Peak RSS per process (os.wait4), and above the post-import baseline of the same imports,
+   as a multiple of the raw numeric columns (rows x 6 x 8 bytes).
+   Targets (issue 4): lawkit <= 2x the bare script and <= 0.6x statsmodels in time; peak RSS
+   above baseline <= 3x the raw columns.
+2. Streamed: `--stream-rows` rows (default 40 million; 0 skips it) fitted by `lawkit fit`,
+   which streams a capture set this large in chunks; peak RSS (target: under 1 GiB).
+
+The coefficients of the three are printed side by side as a sanity check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FEATURES = ["num_seqs", "num_tokens", "max_context", "kv_blocks", "prefill_frac"]
+TARGET = "host_s"
+FORMULA = f"{TARGET} ~ 1 + " + " + ".join(FEATURES)
+TRUE = [2e-3, 1.2e-4, 3.1e-8, 1e-9, 2e-7, 1e-4]
+DIGEST = "68ad8fc6"
+PYTHON = sys.executable
+LAWKIT = str(Path(sys.executable).parent / "lawkit")
+
+STATSMODELS = f"""
+import sys, json
+import pandas as pd, statsmodels.api as sm
+df = pd.read_parquet(sys.argv[1], columns={[*FEATURES, TARGET]!r})
+fit = sm.OLS(df[{TARGET!r}], sm.add_constant(df[{FEATURES!r}])).fit()
+print(json.dumps(fit.params.tolist()))
+"""
+BARE = f"""
+import sys, json
+import numpy as np, pandas as pd
+df = pd.read_parquet(sys.argv[1], columns={[*FEATURES, TARGET]!r})
+x = np.column_stack([np.ones(len(df)), df[{FEATURES!r}].to_numpy()])
+coef = np.linalg.lstsq(x, df[{TARGET!r}].to_numpy(), rcond=None)[0]
+print(json.dumps(coef.tolist()))
+"""
+BASELINES = {
+    "lawkit": "import typer, lawkit.cli, lawkit.fit, lawkit.solve, lawkit.captures, "
+              "lawkit.lawmerge, pyarrow.parquet, pyarrow.compute, scipy.special",
+    "statsmodels": "import pandas, statsmodels.api, pyarrow.parquet",
+    "bare": "import numpy, pandas, pyarrow.parquet",
+}
+
+
+def make_captures(path: Path, rows: int, seed: int = 1) -> None:
+    """A Parquet capture file of `rows` rows, written a million rows at a time."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    schema = pa.schema([(c, pa.float64()) for c in [*FEATURES, TARGET]],
+                       metadata={"lawkit.atom": DIGEST})
+    step = 1 << 20
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, rows, step):
+            n = min(step, rows - start)
+            cols = {
+                "num_seqs": rng.integers(1, 257, n).astype(np.float64),
+                "num_tokens": rng.integers(1, 16385, n).astype(np.float64),
+                "max_context": rng.integers(128, 131073, n).astype(np.float64),
+                "kv_blocks": rng.uniform(0, 1e4, n),
+                "prefill_frac": rng.uniform(0, 1, n),
+            }
+            y = TRUE[0] + sum(c * cols[f] for c, f in zip(TRUE[1:], FEATURES, strict=True))
+            cols[TARGET] = np.abs(y + rng.normal(0, 1e-4, n))
+            writer.write_table(pa.table(cols, schema=schema))
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
+        ) -> tuple[float, int, str]:
+    """(seconds, peak RSS in bytes, stdout) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed ({proc.returncode}):\n{err}")
+    return seconds, usage.ru_maxrss * 1024, out
+
+
+def commands(folder: Path, capture: Path) -> dict[str, list[str]]:
+    return {
+        "lawkit": [LAWKIT, "fit", str(capture), "--formula", FORMULA, "--out",
+                   str(folder / "bench.yaml"), "--json"],
+        "statsmodels": [PYTHON, "-c", STATSMODELS, str(capture)],
+        "bare": [PYTHON, "-c", BARE, str(capture)],
+    }
+
+
+def coefficients(name: str, stdout: str) -> list[float]:
+    if name == "lawkit":
+        terms = json.loads(stdout)["laws"][0]["terms"]
+        return [float(v) for v in terms.values()]
+    return [float(v) for v in json.loads(stdout)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--stream-rows", type=int, default=40_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="generate (or reuse) the files here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temp:
+        folder = args.keep or Path(temp)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "lawkit.toml").write_text("")  # a workspace of its own
+        capture = folder / f"caps-{args.rows}.parquet"
+        if not capture.exists():
+            print(f"writing {args.rows:,} rows to {capture} ...", flush=True)
+            make_captures(capture, args.rows)
+        raw = args.rows * (len(FEATURES) + 1) * 8
+        baseline = {name: max(run([PYTHON, "-c", code], folder)[1] for _ in range(2))
+                    for name, code in BASELINES.items()}
+        cmds = commands(folder, capture)
+        best = dict.fromkeys(cmds, float("inf"))
+        peak = dict.fromkeys(cmds, 0)
+        coef: dict[str, list[float]] = {}
+        for round_ in range(args.runs + 1):  # round 0 warms the page cache
+            for name, argv in cmds.items():
+                seconds, rss, out = run(argv, folder)
+                if round_:
+                    best[name] = min(best[name], seconds)
+                peak[name] = max(peak[name], rss)
+                coef[name] = coefficients(name, out)
+        print(f"\nin memory: {args.rows:,} rows x {len(FEATURES) + 1} terms from Parquet "
+              f"(raw numeric columns {raw / 2**20:.0f} MiB), best of {args.runs}, whole process")
+        print(f"{'':12} {'time s':>8} {'peak RSS MiB':>13} {'above import MiB':>17} "
+              f"{'x raw':>6}")
+        for name in cmds:
+            above = peak[name] - baseline[name]
+            print(f"{name:12} {best[name]:8.2f} {peak[name] / 2**20:13.0f} "
+                  f"{above / 2**20:17.0f} {above / raw:6.2f}")
+        print(f"lawkit / bare lstsq: {best['lawkit'] / best['bare']:.2f} (target <= 2)   "
+              f"lawkit / statsmodels: {best['lawkit'] / best['statsmodels']:.2f} "
+              "(target <= 0.6)")
+        for name, values in coef.items():
+            print(f"  {name:12} " + " ".join(f"{v: .10e}" for v in values))
+        if args.stream_rows:
+            big = folder / f"caps-{args.stream_rows}.parquet"
+            if not big.exists():
+                print(f"\nwriting {args.stream_rows:,} rows to {big} ...", flush=True)
+                make_captures(big, args.stream_rows, seed=2)
+            # Streaming starts at 1 GiB of columns by itself; forced here so that a reduced
+            # --stream-rows streams too.
+            seconds, rss, out = run(commands(folder, big)["lawkit"], folder,
+                                    env={"LAWKIT_IN_MEMORY_BYTES": "0"})
+            print(f"\nstreamed: {args.stream_rows:,} rows: {seconds:.1f} s, peak RSS "
+                  f"{rss / 2**20:.0f} MiB (target < 1024 MiB; raw numeric columns "
+                  f"{args.stream_rows * (len(FEATURES) + 1) * 8 / 2**30:.1f} GiB)")
+            print("  lawkit       " + " ".join(f"{v: .10e}" for v in
+                                               coefficients("lawkit", out)))
+
+
+if __name__ == "__main__":
+    main()
