@@ -28,7 +28,8 @@ def review(
         "--head", help="The revision the change ends at.")] = "HEAD",
     merge_with: Annotated[str | None, typer.Option(
         "--merge-with", help="Also digest the merge of the head with this revision (git 2.38+, "
-        "no checkout): the laws go stale on merge if it differs.", show_default=False)] = None,
+        "no checkout): a finding if the laws go stale on merge or the merge conflicts.",
+        show_default=False)] = None,
     format: Annotated[ReviewFormat, typer.Option(
         "--format", help="text, json (one document), github (workflow annotations) or "
         "markdown (a comment body).")] = ReviewFormat.text,
@@ -37,7 +38,13 @@ def review(
     config: ConfigOption = None,
 ) -> None:
     """Classify and verify every law file changed since --base (rekey, refit, adopt, new,
-    removed, hand-edit), from git objects; exit 1 with findings."""
+    removed, hand-edit), from git objects, without a checkout.
+
+    Exit 0 when everything verifies; 1 with findings (a hand-edit, an invalid, stale or
+    forgotten law, a re-key that does not chain from the base's key, a merge that conflicts or
+    leaves the laws stale); 2 on bad input (a revision that does not resolve, laws or engine
+    outside the repository, git too old for --merge-with).
+    """
 
     def body() -> int:
         from lawkit import review_format
