@@ -217,6 +217,37 @@ class Chunk:
         return ok
 
 
+def chunk_from_columns(columns: Any, spec: ColumnSpec, *, shown: str = "<data>",
+                       start: int = 0, file_index: int = 0, digest: str | None = None,
+                       ) -> Chunk:
+    """A Chunk over in-memory data (a pandas DataFrame, e.g. a Dask partition, or a mapping of
+    column name to array), validated like a capture file's rows; `shown` names it in errors and
+    `start` numbers its rows (row `start + 1` first)."""
+    import pyarrow as pa
+
+    names = list(columns.keys())
+    missing = [c for c in spec.names() if c not in names and c != spec.digest]
+    if missing:
+        raise CaptureError(f"no column {missing[0]!r} (the data has: {', '.join(names)})",
+                           path=shown)
+    capture = Capture(path=Path(shown), shown=shown, format="parquet", compressed=False)
+    reader = _Reader(capture, spec, None, file_index)
+    reader.rows = start
+    reader.metadata_digest = digest
+    reader.has_digest_column = spec.digest is not None and spec.digest in names
+    arrays = {}
+    for name in reader.wanted():
+        values = columns[name]
+        values = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+        if values.dtype.kind in "iuf":
+            arrays[name] = pa.array(values, from_pandas=True)
+        else:  # pandas marks a missing text value with NaN
+            arrays[name] = _python_array([None if isinstance(v, float) and v != v else v
+                                          for v in values.tolist()])
+    return reader._chunk(_TableBatch(pa.table(arrays)) if arrays else
+                         _EmptyBatch(len(next(iter(columns.values()), []))))
+
+
 def capture_format(path: Path | str) -> tuple[Format, bool] | None:
     """The format and compression a file name says, or None for an unknown extension."""
     name = Path(path).name.lower()
@@ -760,6 +791,16 @@ def _is_number_text(value: Any) -> bool:
     except ValueError:
         return False
     return "_" not in str(value)
+
+
+class _EmptyBatch:
+    """No column asked for: only a row count."""
+
+    def __init__(self, rows: int) -> None:
+        import pyarrow as pa
+
+        self.num_rows = rows
+        self.schema = pa.schema([])
 
 
 def _parse_number(value: Any) -> float:

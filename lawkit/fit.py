@@ -57,8 +57,8 @@ import numpy.typing as npt
 
 from lawkit import __version__, captures, lawfile
 from lawkit.config import Workspace
-from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.formula import Formula, design_matrix, formula_of, parse_formula
+from lawkit.errors import CaptureError, FitError
+from lawkit.formula import Formula, design_matrix, parse_formula
 from lawkit.where import Expr, format_literal, format_where, law_columns, law_mask, parse_where
 
 BoolArray = npt.NDArray[np.bool_]
@@ -660,25 +660,54 @@ class _Rows:
             self.high[name] = max(self.high.get(name, hi), hi)
 
 
-def _law_rows(law: LawSpec, chunk: captures.Chunk, request: FitRequest, split: _Split | None,
-              digest_column: str | None, *, holdout: bool = False,
-              ) -> tuple[BoolArray, int]:
-    """The chunk rows a law fits (or scores, with `holdout`) and how many it dropped."""
+def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
+             held: BoolArray | None = None, holdout: bool = False) -> tuple[BoolArray, int]:
+    """The rows of `chunk` a law fits and how many of its rows it dropped as invalid.
+
+    Its `where` and `filter` select; `held` (rows held out) removes rows, or, with `holdout`,
+    keeps only those. Without `drop_invalid`, an invalid value in a column the law reads is a
+    CaptureError naming file, column and row.
+    """
     selectors = _selector_columns(law, ())
-    if digest_column is not None and chunk.has_digest_column:
-        selectors.append(digest_column)
-    ok = chunk.valid(selectors)  # the scan raised on these already unless dropping
+    digest = chunk.spec.digest
+    if digest is not None and chunk.has_digest_column:
+        selectors.append(digest)
+    ok = _valid_or_raise(chunk, selectors, None, drop_invalid)
     rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
     if not ok.all():
         rows &= ok
-    if split is not None:
-        held = split.held(chunk)
+    if held is not None:
         rows &= held if holdout else ~held
-    good = _valid_or_raise(chunk, law.numbers(), rows, request.drop_invalid)
+    good = _valid_or_raise(chunk, law.numbers(), rows, drop_invalid)
     if good.all():
         return rows, 0
     dropped = int(np.count_nonzero(rows & ~good))
     return rows & good, dropped
+
+
+def law_design(law: LawSpec, chunk: captures.Chunk, rows: BoolArray,
+               ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+    """(design matrix, target, weights or None) of a law over the given rows of `chunk`."""
+    everything = bool(rows.all())
+    x = design_matrix(chunk.columns, law.terms, None if everything else rows)
+    y = chunk.columns[law.target] if everything else chunk.columns[law.target][rows]
+    w = None
+    if law.weight:
+        w = chunk.columns[law.weight] if everything else chunk.columns[law.weight][rows]
+    return x, y, w
+
+
+def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]],
+              dropped: int = 0, holdout: Mapping[str, Any] | None = None,
+              split: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The law-file mapping of a fitted law (name, target, where, filter, terms, fit, domain)
+    from its spec and a `solve.FitResult`."""
+    stats = fit_statistics(result, weight=law.weight, dropped=dropped, holdout=holdout,
+                           split=split)
+    return {"name": law.name, "target": law.target, "where": law.where, "filter": law.filter,
+            "terms": {t: float(c) for t, c in zip(law.terms, result.coef, strict=True)},
+            "fit": stats,
+            "domain": {k: [float(v[0]), float(v[1])] for k, v in domain.items()} or None}
 
 
 def _fit_one(law: LawSpec, source: _Source, scan: _Scan, request: FitRequest,
@@ -686,28 +715,17 @@ def _fit_one(law: LawSpec, source: _Source, scan: _Scan, request: FitRequest,
     from lawkit import solve
 
     seen = _Rows()
-    key = source.spec.digest
     features = law.features
-
-    def design(chunk: captures.Chunk, rows: BoolArray) -> tuple[FloatArray, FloatArray,
-                                                                 FloatArray | None]:
-        everything = bool(rows.all())
-        pick = None if everything else rows
-        x = design_matrix(chunk.columns, law.terms, pick)
-        y = chunk.columns[law.target] if everything else chunk.columns[law.target][rows]
-        w = None
-        if law.weight:
-            w = chunk.columns[law.weight] if everything else chunk.columns[law.weight][rows]
-        return x, y, w
 
     def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
         seen.dropped = 0
         for chunk in source.chunks():
-            rows, dropped = _law_rows(law, chunk, request, split, key)
+            rows, dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
+                                     held=split.held(chunk) if split else None)
             seen.dropped += dropped
             seen.see(chunk, features, rows)
             if rows.any():
-                yield design(chunk, rows)
+                yield law_design(law, chunk, rows)
 
     try:
         if source.streaming and law.method == "ols":
@@ -728,15 +746,9 @@ def _fit_one(law: LawSpec, source: _Source, scan: _Scan, request: FitRequest,
     holdout = None
     if split is not None:
         holdout = _score_holdout(law, result.coef, source, request, split)
-    stats = fit_statistics(result, weight=law.weight, dropped=seen.dropped, holdout=holdout,
-                           split=split.describe([c.shown for c in source.found])
-                           if split else None)
     domain = {name: [seen.low[name], seen.high[name]] for name in features if name in seen.low}
-    mapping: dict[str, Any] = {"name": law.name, "target": law.target, "where": law.where,
-                               "filter": law.filter,
-                               "terms": {t: float(c) for t, c in zip(law.terms, result.coef,
-                                                                     strict=True)},
-                               "fit": stats, "domain": domain or None}
+    mapping = law_entry(law, result, domain=domain, dropped=seen.dropped, holdout=holdout,
+                        split=split.describe([c.shown for c in source.found]) if split else None)
     return FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped)
 
 
@@ -758,7 +770,8 @@ def _score_holdout(law: LawSpec, coef: Sequence[float], source: _Source, request
     mean = m2 = ssr = ape = 0.0
     nonzero = 0
     for chunk in source.chunks():
-        rows, _dropped = _law_rows(law, chunk, request, split, source.spec.digest, holdout=True)
+        rows, _dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
+                                  held=split.held(chunk), holdout=True)
         if not rows.any():
             continue
         x = design_matrix(chunk.columns, law.terms, rows)
@@ -908,10 +921,11 @@ __all__ = [
     "FitRequest",
     "FittedLaw",
     "LawSpec",
-    "LawkitError",
     "fit_laws",
     "fit_statistics",
-    "formula_of",
+    "law_design",
+    "law_entry",
+    "law_rows",
     "plan_specs",
     "run_fit",
     "write_fit",

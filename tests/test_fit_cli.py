@@ -240,6 +240,22 @@ def test_an_existing_out_keeps_its_other_laws_comments_and_sections(tmp_path: Pa
         assert kept in new
 
 
+def test_a_crlf_file_stays_crlf_and_a_missing_provenance_is_added(tmp_path: Path) -> None:
+    capture = sarathi(tmp_path)
+    text = EXISTING.replace("  provenance:\n    - {adopt: {digest: \"59e9ff5a\", at: "
+                            "\"2026-01-01T00:00:00Z\", why: \"hand-written\", body: \"x\"}}\n", "")
+    assert "provenance" not in text
+    path = tmp_path / "laws.yaml"
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    ok(str(capture), "--formula", FORMULA, "--captured-on", DIGEST, "--out", "laws.yaml")
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n")
+    law_file = lawfile.load(path)
+    assert [e.kind for e in law_file.host.provenance] == ["fit"]
+    assert [law.name for law in law_file.host.laws] == ["other", "schedule_median"]
+    assert law_file.host.laws[1].fit is not None and law_file.host.laws[1].fit["n"] == 78
+
+
 def test_refit_with_no_formula_refits_every_law_from_its_own_selection(tmp_path: Path) -> None:
     capture = sarathi(tmp_path)
     ok(str(capture), "--formula", FORMULA, "--by", "model_name,tensor_parallel_degree",
@@ -717,3 +733,40 @@ def test_run_fit_is_callable_from_python(tmp_path: Path) -> None:
     assert [f.spec.name for f in report.laws] == ["schedule_median[1]", "schedule_median[2]",
                                                   "schedule_median[4]"]
     assert report.text == (tmp_path / "s.yaml").read_text()
+
+
+def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> None:
+    # What a Dask adapter does: per pandas partition, the same validation and rows as a
+    # capture file, a partial fit each, merged.
+    import pandas as pd
+
+    from lawkit import solve
+    from lawkit.captures import ColumnSpec, chunk_from_columns
+    from lawkit.fit import LawSpec, law_design, law_rows
+
+    frame = pd.read_csv(DATA)
+    law = LawSpec(name="s", target="schedule_median", terms=("1", "batch_size"),
+                  where={"model_name": "Qwen/Qwen-72B"}, filter="batch_size <= 96")
+    spec = ColumnSpec(numbers=tuple(law.numbers()), labels=("model_name",), digest="atom")
+    states = []
+    for start in range(0, len(frame), 20):
+        part = frame.iloc[start:start + 20]
+        chunk = chunk_from_columns(part, spec, shown=f"partition {start // 20}", start=start)
+        rows, dropped = law_rows(law, chunk)
+        assert dropped == 0
+        x, y, w = law_design(law, chunk, rows)
+        states.append(solve.fold_chunk(None, x, y, w, terms=law.terms))
+    merged = states[0]
+    for state in states[1:]:
+        merged = solve.merge(merged, state)
+    assert merged.n == 11
+    clean = frame[(frame.model_name == "Qwen/Qwen-72B") & (frame.batch_size <= 96)]
+    one = solve.fit(np.column_stack([np.ones(len(clean)), clean.batch_size]),
+                    clean.schedule_median.to_numpy(), law.terms)
+    np.testing.assert_allclose(solve.solve_partial(merged), one.coef, rtol=1e-12)
+    bad = frame.iloc[:5].copy()
+    bad.loc[bad.index[3], "schedule_median"] = float("inf")
+    chunk = chunk_from_columns(bad, spec, shown="partition 9", start=500)
+    with pytest.raises(Exception, match=r"partition 9: column schedule_median, row 504: "
+                                        "infinity is not a finite number"):
+        law_rows(LawSpec(name="t", target="schedule_median", terms=("1", "batch_size")), chunk)
