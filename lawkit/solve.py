@@ -25,11 +25,15 @@ the row count (rows of weight 0 included).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -249,6 +253,47 @@ def _check_weights(w: Array, offset: int) -> None:
 # ---------------------------------------------------------------- pass 1: the R factor
 
 
+@functools.cache
+def _blas_thread_setters() -> tuple[Callable[[int], int], ...]:
+    """openblas_set_num_threads_local of every OpenBLAS loaded (numpy's and scipy's), if any.
+
+    Best effort and Linux-only (found through /proc/self/maps); elsewhere the tuple is empty.
+    """
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return ()
+    paths = sorted({line.split()[-1] for line in maps.splitlines()
+                    if "openblas" in line.lower() and line.split()[-1].startswith("/")})
+    setters = []
+    for path in paths:
+        try:
+            fn = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        setters.append(fn)
+    return tuple(setters)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run the calling thread's BLAS single-threaded, then restore its setting.
+
+    The blocks are skinny (16384 x p): OpenBLAS threading them gains nothing and, on a busy
+    machine, its spinning threads made the fold ten times slower (measured). Parallelism comes
+    from splitting rows across Python threads instead. The setting is thread-local (OpenBLAS
+    >= 0.3.27), so other callers in the process are unaffected.
+    """
+    setters = _blas_thread_setters()
+    previous = [fn(1) for fn in setters]
+    try:
+        yield
+    finally:
+        for fn, value in zip(setters, previous, strict=True):
+            fn(value)
+
+
 def _blocks(n: int, size: int = _BLOCK) -> Iterator[tuple[int, int]]:
     for start in range(0, n, size):
         yield start, min(n, start + size)
@@ -285,15 +330,15 @@ def _moments(y: Array, w: Array | None) -> tuple[float, float, float]:
         sw = float(y.shape[0])
         mean = float(np.mean(y)) if y.size else 0.0
         dev = y - mean
-        m2 = float(np.dot(dev, dev)) - float(np.sum(dev)) ** 2 / sw if y.size else 0.0
+        m2 = float(np.sum(dev * dev)) - float(np.sum(dev)) ** 2 / sw if y.size else 0.0
         return sw, mean, max(m2, 0.0)
     sw = float(np.sum(w))
     if sw == 0.0:
         return 0.0, 0.0, 0.0
-    mean = float(np.dot(w, y)) / sw
+    mean = float(np.sum(w * y)) / sw
     dev = y - mean
     wdev = w * dev
-    m2 = float(np.dot(wdev, dev)) - float(np.sum(wdev)) ** 2 / sw
+    m2 = float(np.sum(wdev * dev)) - float(np.sum(wdev)) ** 2 / sw
     return sw, mean, max(m2, 0.0)
 
 
@@ -336,7 +381,8 @@ def _fold(state: PartialFit | None, names: tuple[str, ...], xa: Array, ya: Array
         _check_weights(wa, offset)
         sw = np.sqrt(wa)
     r0 = np.zeros((p + 1, p + 1)) if state is None else state.r
-    r, lo, hi = _fold_rows(r0, xa, ya, sw)
+    with _one_blas_thread():
+        r, lo, hi = _fold_rows(r0, xa, ya, sw)
     # NaN propagates into min/max and inf shows in them, so the extremes check every value.
     for j, name in enumerate((*(f"term {t}" for t in names), "target") if xa.size else ()):
         col = xa[:, j] if j < p else ya
@@ -420,13 +466,14 @@ class _PassKernel:
         _product_error(xh, xl, rh, rl, prod[:, :k], err, self.mat[5][:, :k])
         lo = err.sum(axis=1) + xt @ r_lo
         hi = self._tree_sum(prod, lo)
-        ssr = float(np.dot(r_hi, r_hi)) + 2.0 * float(np.dot(r_hi, r_lo))
+        # Pairwise sums, not BLAS dot: more accurate, and OpenBLAS threads short dots at a loss.
+        ssr = float(np.sum(r_hi * r_hi)) + 2.0 * float(np.sum(r_hi * r_lo))
         # |r_w| / |y_w| == |r| / |y| as sqrt(w) cancels; rows of weight 0 have y_w == 0.
         nz = yb != 0.0
-        ape = np.abs(r_hi[nz]) / np.abs(yb[nz])
+        ape = np.divide(np.abs(r_hi), np.abs(yb), out=np.zeros(k), where=nz)
         if w is None:
             return hi, lo, ssr, float(np.sum(ape)), float(np.count_nonzero(nz))
-        return hi, lo, ssr, float(np.dot(w[nz], ape)), float(np.sum(w[nz]))
+        return hi, lo, ssr, float(np.sum(w * ape)), float(np.sum(w, where=nz))
 
     def _residuals(self, y: Array, nb: Array, xt: Array, xh: Array, xl: Array, prod: Array,
                    err: Array) -> tuple[Array, Array]:
@@ -493,11 +540,12 @@ def residual_pass(acc: ResidualPass | None, coef: ArrayLike, x: ArrayLike, y: Ar
     hi, lo = np.zeros(b.shape[0]), np.zeros(b.shape[0])
     ssr = ape_sum = ape_w = 0.0
     kernel = _PassKernel(b.shape[0], min(xa.shape[0], _BLOCK))
-    for start, stop in _blocks(xa.shape[0]):
-        bh, bl, bssr, bsum, bw = kernel.run(xa[start:stop], ya[start:stop],
-                                            None if wa is None else wa[start:stop], b)
-        hi, lo = _dd_add(hi, lo, bh, bl)
-        ssr, ape_sum, ape_w = ssr + bssr, ape_sum + bsum, ape_w + bw
+    with _one_blas_thread():
+        for start, stop in _blocks(xa.shape[0]):
+            bh, bl, bssr, bsum, bw = kernel.run(xa[start:stop], ya[start:stop],
+                                                None if wa is None else wa[start:stop], b)
+            hi, lo = _dd_add(hi, lo, bh, bl)
+            ssr, ape_sum, ape_w = ssr + bssr, ape_sum + bsum, ape_w + bw
     out = ResidualPass(b.copy(), hi, lo, ssr, ape_sum, ape_w, xa.shape[0])
     return out if acc is None else merge(acc, out)
 
