@@ -244,11 +244,11 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     spec = _column_spec(specs, request, ws)
     source = _Source(found, spec, _chunk_rows(request, found, spec))
     scan = _scan(source, specs, request)
+    digest, digests = _resolve_digest(scan, request, ws)  # before the fits: it fails fast
     laws = _expand(specs, scan, request)
+    _check_names([law.name for law in laws])
     split = _Split.make(request.holdout, request.seed, len(found)) if request.holdout else None
     fitted = [_fit_one(law, source, scan, request, split) for law in laws]
-    _check_names([f.spec.name for f in fitted])
-    digest, digests = _resolve_digest(scan, request, ws)
     names = {f.spec.name for f in fitted}
     if existing is not None:
         for f in fitted:
