@@ -227,16 +227,25 @@ def reads_as_intended(old: yaml.Node, new: yaml.Node, *, key: str, digest: str,
 
 def same_nodes(a: yaml.Node, b: yaml.Node) -> bool:
     """Whether two node trees are equal in kind, tag, scalar text and quoting, and order."""
-    if not _same_shell(a, b):
-        return False
-    if isinstance(a, yaml.ScalarNode):
-        return True
-    if len(a.value) != len(b.value):
-        return False
-    if isinstance(a, yaml.MappingNode):
-        return all(same_nodes(ka, kb) and same_nodes(va, vb)
-                   for (ka, va), (kb, vb) in zip(a.value, b.value, strict=True))
-    return all(same_nodes(x, y) for x, y in zip(a.value, b.value, strict=True))
+    # An explicit stack, not recursion: this runs over every node of every file rekey edits.
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        kind = x.__class__
+        if kind is not y.__class__ or x.tag != y.tag:
+            return False
+        if kind is yaml.ScalarNode:
+            if x.value != y.value or x.style != y.style:
+                return False
+        elif x.flow_style != y.flow_style or len(x.value) != len(y.value):
+            return False
+        elif kind is yaml.MappingNode:
+            for (kx, vx), (ky, vy) in zip(x.value, y.value, strict=True):
+                stack.append((kx, ky))
+                stack.append((vx, vy))
+        else:
+            stack.extend(zip(x.value, y.value, strict=True))
+    return True
 
 
 def same_data(a: Any, b: Any) -> bool:
