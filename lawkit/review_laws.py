@@ -11,34 +11,23 @@ Classes (DESIGN.md section 6, `lawkit review`):
     invalid    does not parse or validate at head: a finding
     forgotten  untouched by the change, but not naming the engine digest at head: a finding
 
-A rekey or adopt is checked twice: on the model (the base's data with the head's key and the
-head's new entries is the head's data) and on the text (every line identical but the key's and
-the inserted entries'), since a reviewer reads the diff, not the model.
+A rekey or adopt is checked on the text and on the model (`lawkit.review_text`): usually the
+text alone proves it (the base is the head less its new entry lines, with another quoted key),
+so the base need not be parsed; any other shape parses both files and compares their data.
 """
 
 from __future__ import annotations
 
-import copy
-import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import src_digest
 from lawkit import lawfile, review_git
 from lawkit.errors import LawFileError
+from lawkit.review_text import changed_spans, explained_lines, only_key_and_entries, rekey_shape
 
 _SYMLINK = "120000"
 _NOT_BLOBS = ("160000", "040000")
-# The line breaks YAML counts lines by (PyYAML and libyaml alike), so line numbers agree.
-_LINES = re.compile(r"(?<=[\n\x85\u2028\u2029])|(?<=\r)(?!\n)")
-# Characters str.splitlines breaks at but YAML does not (or does, where splitlines agrees).
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e]")
-_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
-_PROVENANCE_KEY = re.compile(r"[ \t]*provenance[ \t]*:[ \t]*(#.*)?\s*\Z")
-_ITEM_LEAD = re.compile(r"[ \t]*-[ \t]+\Z")
-_SIMPLE_QUOTED = re.compile(r"""(["'])([0-9A-Za-z_.+-]*)\1\Z""")
-_MAX_SPANS = 6
 
 
 @dataclass(frozen=True)
@@ -199,13 +188,14 @@ class Checker:
         after = head_file.host.provenance
 
         def hand_edit(why: str, fix: str, explained: frozenset[int] = frozenset()) -> None:
-            line, spans = _spans(at_base.text, at_head.text, explained)
+            line, spans = changed_spans(at_base.text, at_head.text, explained)
             review.kind = "hand-edit"
             review.add("hand-edit", f"hand-edit: {why}: {spans}: {fix}", line)
 
         # The usual change (a rekey, an adoption) is proven from the text alone, without
         # parsing the base; any other shape is judged on both parsed files.
-        shape = _rekey_shape(self.key, at_base.text, at_head.text, head_file)
+        shape = rekey_shape(self.key, at_base.text, at_head.text, head_file)
+        base_file = None
         if shape is not None:
             base_key, kept = shape
         else:
@@ -232,10 +222,11 @@ class Checker:
         if "fit" in kinds:
             review.kind = "refit"
         elif kinds:
-            problem = None if shape else _only_key_and_entries(self.key, at_base, at_head, kept)
+            problem = None if base_file is None else only_key_and_entries(
+                self.key, at_base.text, base_file, at_head.text, head_file, kept)
             if problem is not None:
                 hand_edit(problem, "refit it (lawkit fit), or revert those lines and re-key "
-                          "it (lawkit rekey)", _explained(self.key, head_file, kept))
+                          "it (lawkit rekey)", explained_lines(self.key, head_file, kept))
                 return
             review.kind = "rekey" if "rekey" in kinds else "adopt"
         else:
@@ -311,169 +302,3 @@ class Checker:
 
     def _key_line(self, law_file: lawfile.LawFile) -> int | None:
         return law_file.line("host", "key", self.key)
-
-
-def _only_key_and_entries(key: str, at_base: Loaded, at_head: Loaded, kept: int) -> str | None:
-    """Why a rekey/adopt change is more than the key line and appended entries, or None."""
-    base_file, head_file = at_base.law_file, at_head.law_file
-    assert base_file is not None and head_file is not None
-    # The model: the base's data with the head's key and the head's new entries is the head's.
-    expected = copy.deepcopy(base_file.document.data)
-    head_data = head_file.document.data
-    expected["host"]["key"][key] = head_data["host"]["key"][key]
-    expected["host"]["provenance"] = [*(expected["host"].get("provenance") or []),
-                                      *head_data["host"]["provenance"][kept:]]
-    if expected != head_data:
-        return "more than the key and the new provenance entries changed"
-    a, b = _split(_with_final_newline(at_base.text)), _split(at_head.text)
-    nodes = head_file.document.nodes
-    entry_lines = set()
-    for i in range(kept, len(head_file.host.provenance)):
-        node = nodes[("host", "provenance", i)]
-        if node.start_mark.line != node.end_mark.line:
-            return f"provenance entry {i + 1} is not one line"
-        entry_lines.add(node.start_mark.line)
-    allowed = set(entry_lines)
-    if "provenance" not in base_file.document.data["host"] and entry_lines:
-        above = min(entry_lines) - 1
-        if above >= 0 and _PROVENANCE_KEY.match(b[above]):
-            allowed.add(above)
-    base_key = base_file.document.nodes[("host", "key", key)].start_mark.line
-    head_key = nodes[("host", "key", key)].start_mark.line
-    inserted: set[int] = set()
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if tag == "replace" and (i1, i2, j1, j2) == (base_key, base_key + 1, head_key,
-                                                     head_key + 1):
-            continue
-        if tag == "insert" and allowed.issuperset(range(j1, j2)):
-            inserted.update(range(j1, j2))
-            continue
-        return "lines other than the key and the new provenance entries changed"
-    if not entry_lines <= inserted:
-        return "the new provenance entries are not new lines"
-    return None
-
-
-def _rekey_shape(key: str, base_text: str, head_text: str,
-                 head_file: lawfile.LawFile) -> tuple[str, int] | None:
-    """(the key at base, the entries kept) when the base is the head without its newest entries
-    and with another quoted key on the key's line, every other line the same; else None.
-
-    The proof is on the text: the head parses, its newest entries are whole lines of a block
-    sequence (with the `provenance:` line above them when they are all there is), and removing
-    those lines and swapping the key's quoted scalar on its line gives the base exactly. Such a
-    base parses to the head's data less those entries and with the other key, so it need not be
-    parsed (a review of 1,000 re-keyed files parses each file once).
-    """
-    a, b = _split(_with_final_newline(base_text)), _split(head_text)
-    entries = head_file.host.provenance
-    nodes = head_file.document.nodes
-    sequence = nodes.get(("host", "provenance"))
-    extra = len(b) - len(a)
-    if sequence is None or getattr(sequence, "flow_style", False) or extra < 1:
-        return None
-    if extra == len(entries) + 1:  # every entry is new: `provenance:` came with them
-        kept, with_key_line = 0, True
-    elif extra < len(entries):
-        kept, with_key_line = len(entries) - extra, False
-    else:
-        return None  # a base with an empty `provenance:`: leave it to the parsers
-    inserted = set()
-    for i in range(kept, len(entries)):
-        node = nodes[("host", "provenance", i)]
-        line = node.start_mark.line
-        if node.end_mark.line != line or line >= len(b):
-            return None
-        text = b[line]
-        rest = text[node.end_mark.column:].rstrip("\r\n\x85\u2028\u2029").lstrip(" \t")
-        if not _ITEM_LEAD.match(text[:node.start_mark.column]) or rest[:1] not in ("", "#"):
-            return None
-        inserted.add(line)
-    if with_key_line:
-        above = min(inserted) - 1
-        if above < 0 or above in inserted or not _PROVENANCE_KEY.match(b[above]):
-            return None
-        inserted.add(above)
-    if len(inserted) != extra:
-        return None
-    key_node = nodes[("host", "key", key)]
-    key_line = key_node.start_mark.line
-    if key_line in inserted or key_node.end_mark.line != key_line:
-        return None
-    remaining = [line for j, line in enumerate(b) if j not in inserted]
-    at = key_line - sum(1 for j in inserted if j < key_line)
-    if remaining[:at] != a[:at] or remaining[at + 1:] != a[at + 1:]:
-        return None
-    if remaining[at] == a[at]:
-        return head_file.host.key[key], kept
-    new = remaining[at]
-    lead, tail = new[:key_node.start_mark.column], new[key_node.end_mark.column:]
-    old = a[at]
-    if not (old.startswith(lead) and old.endswith(tail) and len(old) >= len(lead) + len(tail)):
-        return None
-    scalar = _SIMPLE_QUOTED.match(old[len(lead):len(old) - len(tail)])
-    return (scalar.group(2), kept) if scalar else None
-
-
-def _with_final_newline(text: str) -> str:
-    """`text` ending in a line break, as `lawkit rekey` leaves a file that had none."""
-    if text and not text.endswith(_BREAKS):
-        text += "\r\n" if "\r\n" in text else "\n"
-    return text
-
-
-def _split(text: str) -> list[str]:
-    """The lines of `text`, each with its break, split where YAML counts lines."""
-    if _OTHER_BREAKS.search(text) is None:  # str.splitlines agrees: the common, fast case
-        return text.splitlines(keepends=True)
-    return [line for line in _LINES.split(text) if line]
-
-
-def _explained(key: str, head_file: lawfile.LawFile, kept: int) -> frozenset[int]:
-    """The head's lines (0-based) a rekey or adopt may change: the key's and the new entries'."""
-    nodes = head_file.document.nodes
-    lines = {nodes[("host", "key", key)].start_mark.line}
-    lines.update(nodes[("host", "provenance", i)].start_mark.line
-                 for i in range(kept, len(head_file.host.provenance)))
-    if kept == 0 and len(lines) > 1:
-        lines.add(min(lines - {nodes[("host", "key", key)].start_mark.line}) - 1)
-    return frozenset(lines)
-
-
-def _spans(base_text: str, head_text: str, explained: frozenset[int] = frozenset()
-           ) -> tuple[int | None, str]:
-    """The first changed line at head and a description of every changed span of lines.
-
-    Spans that only change `explained` head lines (a replaced key line, inserted entries) are
-    left out, so that a hand-edit names the lines no provenance explains.
-    """
-    matcher = difflib.SequenceMatcher(None, _split(base_text), _split(head_text), autojunk=False)
-    spans = []
-    first: int | None = None
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        if explained.issuperset(range(j1, j2)) and (
-                tag == "insert" or (tag == "replace" and i2 - i1 == j2 - j1 == 1)):
-            continue
-        first = j1 + 1 if first is None else first
-        if tag == "delete":
-            spans.append(f"{_count(i2 - i1)} removed after line {j1}" if j1 else
-                         f"{_count(i2 - i1)} removed at the top")
-        else:
-            spans.append(f"{_lines(j1, j2)} {'changed' if tag == 'replace' else 'added'}")
-    if not spans:
-        return None, "no line changed"
-    more = len(spans) - _MAX_SPANS
-    return first, ", ".join(spans[:_MAX_SPANS]) + (f" and {more} more" if more > 0 else "")
-
-
-def _count(n: int) -> str:
-    return f"{n} line{'s' if n != 1 else ''}"
-
-
-def _lines(j1: int, j2: int) -> str:
-    return f"line {j1 + 1}" if j2 - j1 == 1 else f"lines {j1 + 1}-{j2}"

@@ -258,10 +258,10 @@ def test_an_at_field_is_not_needed_to_tell_classes_apart(tmp_path: Path) -> None
 def test_the_text_proof_accepts_only_a_key_swap_and_appended_entries(
         before: str, after: str, expected: tuple[str, int] | None) -> None:
     from lawkit import lawfile
-    from lawkit.review_laws import _rekey_shape
+    from lawkit.review_text import rekey_shape
 
     head = lawfile.parse(after.encode(), "a.yaml")
-    assert _rekey_shape("atom", before, after, head) == expected
+    assert rekey_shape("atom", before, after, head) == expected
 
 
 def test_a_law_stale_before_the_change_is_reported_as_such(tmp_path: Path) -> None:
