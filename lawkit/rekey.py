@@ -16,7 +16,7 @@ import difflib
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,18 +137,6 @@ class _AtTarget(Exception):
     pass
 
 
-def _outcome(path: Path, shown: str, prepare: Callable[[Path, str], _Prepared]) -> _Outcome:
-    """What happens to one file, as a value (it may travel back from a worker process)."""
-    try:
-        return prepare(path, shown)
-    except _AtTarget:
-        return _Unchanged(shown)
-    except _Skipped as skip:
-        return Skip(shown, str(skip))
-    except LawkitError as exc:
-        return _Refused(exc.detail, exc.path, exc.line)
-
-
 def rekey(
     ws: Workspace,
     *,
@@ -184,15 +172,22 @@ def rekey(
     with lock:
         if not dry_run:
             fsio.remove_stray_temps(ws.laws)
-        if adopt:
-            def prepare(path: Path) -> _Outcome:
-                return _outcome(path, ws.rel(path), lambda p, n: _prepare_adopt(
-                    p, n, key, when, why, from_))
-        else:
-            assert target is not None
-            def prepare(path: Path) -> _Outcome:
-                return _outcome(path, ws.rel(path), lambda p, n: _prepare_rekey(
-                    p, n, key, target, when, why, refs, from_))
+
+        def prepare(path: Path) -> _Outcome:
+            """What happens to one file, as a value: it may come back from a worker process."""
+            shown = ws.rel(path)
+            try:
+                if adopt:
+                    return _prepare_adopt(path, shown, key, when, why, from_)
+                assert target is not None
+                return _prepare_rekey(path, shown, key, target, when, why, refs, from_)
+            except _AtTarget:
+                return _Unchanged(shown)
+            except _Skipped as skip:
+                return Skip(shown, str(skip))
+            except LawkitError as exc:
+                return _Refused(exc.detail, exc.path, exc.line)
+
         outcomes = map_in_workers(prepare, files)
         refusals = [o for o in outcomes if isinstance(o, _Refused)]
         if refusals:
