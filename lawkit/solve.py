@@ -49,9 +49,9 @@ _T = TypeVar("_T")
 
 METHODS = ("ols", "huber", "robust", "nnls")
 EPS = float(np.finfo(np.float64).eps)
-# A scaled design whose smallest singular value is below this fraction of the largest is rank
-# deficient. Exactly collinear columns leave ~1e-16 * sqrt(rows); Filip (NIST StRD, a degree-10
-# polynomial) is the worst well-posed case at 9e9 (1.1e-10) and must pass.
+# A design with unit-norm columns whose smallest singular value is below this fraction of the
+# largest is rank deficient. Exactly collinear columns leave ~1e-16 * sqrt(rows); Filip (NIST
+# StRD, a degree-10 polynomial, condition 5.2e9) is the worst well-posed case and must pass.
 RANK_TOL = 1e-12
 MAX_VALUE = 1e150  # beyond this, squares and Dekker splits overflow
 _SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp splitting into two 26-bit halves (Dekker 1971)
@@ -62,7 +62,15 @@ _PARALLEL_ROWS = 262144  # below this, threads cost more than they save
 
 @dataclass(frozen=True)
 class FitResult:
-    """A fitted linear law: coefficients, their standard errors and the fit statistics."""
+    """A fitted linear law: coefficients, their standard errors and the fit statistics.
+
+    ``n`` rows (weight 0 included) and ``p`` terms; ``resid_sd`` = sqrt(SSR / (n - p));
+    ``rmse`` = sqrt(SSR / Σw) (= sqrt(SSR / n) unweighted); ``r2`` centred when a term is a
+    nonzero constant, else uncentred; ``mape`` = mean |r|/|y| as a fraction over rows with
+    y != 0 (NaN if none); ``cond`` of the design with unit-norm columns; ``domain`` the (min,
+    max) of every term; ``iterations`` the refinement passes (IRLS steps for huber/robust);
+    ``scale`` (robust scale) and ``downweighted`` (rows of robust weight < 0.5) for robust fits.
+    """
 
     terms: tuple[str, ...]
     coef: tuple[float, ...]
@@ -598,6 +606,8 @@ def _check_rank(rs: Array, terms: Sequence[str]) -> float:
 
 def _check_rows(state: PartialFit) -> None:
     p = len(state.terms)
+    if p == 0:
+        raise FitError("no terms to fit")
     if state.n <= p:
         raise FitError(f"too few rows: {state.n} rows for {p} terms (need more rows than terms)")
     if state.sum_w <= 0.0:
