@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import math
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -284,13 +284,20 @@ def test_known_coefficients_are_recovered_within_a_few_standard_errors(
 # ------------------------------------------------------------------ robust and bounded
 
 
-def sarathi() -> pd.DataFrame:
-    return pd.read_csv(SARATHI)
+def sarathi_groups() -> dict[tuple[str, int], tuple[Arr, Arr]]:
+    """(model, tensor_parallel_degree) → (batch_size, schedule_median) of the Sarathi captures."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    with SARATHI.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            key = (row["model_name"], int(row["tensor_parallel_degree"]))
+            groups.setdefault(key, []).append((float(row["batch_size"]),
+                                               float(row["schedule_median"])))
+    return {key: (np.array([b for b, _ in rows]), np.array([m for _, m in rows]))
+            for key, rows in groups.items()}
 
 
-def design(rows: pd.DataFrame) -> tuple[Arr, Arr]:
-    bs = rows["batch_size"].to_numpy(dtype=np.float64)
-    return np.column_stack([np.ones(len(bs)), bs]), rows["schedule_median"].to_numpy(np.float64)
+def design(bs: Arr) -> Arr:
+    return np.column_stack([np.ones(len(bs)), bs])
 
 
 def exact_ols(x: Arr, y: Arr) -> list[Fraction]:
@@ -304,18 +311,19 @@ def exact_ols(x: Arr, y: Arr) -> list[Fraction]:
 
 
 def test_ols_on_every_sarathi_group_matches_exact_rational_arithmetic() -> None:
-    for (_model, _tp), rows in sarathi().groupby(["model_name", "tensor_parallel_degree"]):
-        x, y = design(rows)
+    groups = sarathi_groups()
+    assert len(groups) == 6
+    for bs, y in groups.values():
+        x = design(bs)
         result = fit(x, y, ["1", "batch_size"])
         for got, exact in zip(result.coef, exact_ols(x, y), strict=True):
             assert abs(Fraction(got) - exact) <= Fraction(1, 10**10) * abs(exact)
 
 
 def test_robust_fit_shrugs_off_the_qwen72b_tp4_regime_break() -> None:
-    data = sarathi()
-    rows = data[(data.model_name == "Qwen/Qwen-72B") & (data.tensor_parallel_degree == 4)]
-    x, y = design(rows)
-    on_line = rows["batch_size"].to_numpy() <= 96
+    bs, y = sarathi_groups()[("Qwen/Qwen-72B", 4)]
+    x = design(bs)
+    on_line = bs <= 96
     truth = fit(x[on_line], y[on_line], ["1", "batch_size"]).coef[1]
     ols, huber, robust = (fit(x, y, ["1", "batch_size"], method=m).coef[1]
                           for m in ("ols", "huber", "robust"))
