@@ -26,7 +26,7 @@ from lawkit.fsio import LOCK_NAME, TEMP_PREFIX
 
 NEW = "8927e824"
 FILES = 1000
-RUNS = 10  # three points each: two inspections, then a kill
+RUNS = 6  # 32 points: 4 runs frozen 6 times then killed while renaming, 2 killed early
 LAW = {"name": "step", "target": "host_s", "terms": {"1": 0.0021, "num_seqs": 0.00012}}
 TEMPLATE = f"""\
 schema: lawkit/1
@@ -87,8 +87,11 @@ class Folder:
         return temps, replaced
 
 
-def _run(folder: Folder, root: Path, points: list[tuple[str, float]]) -> str:
-    """Start a rekey; freeze and inspect it at each point but the last, kill it at the last."""
+def _run(folder: Folder, root: Path, points: list[tuple[str, float]]) -> tuple[int, bool]:
+    """Start a rekey; freeze and inspect it at each point but the last, kill it at the last.
+
+    Returns the points reached and whether the run was killed (it may finish first).
+    """
     inodes = {e.name: e.inode() for e in os.scandir(folder.laws) if e.name in folder.old}
     proc = subprocess.Popen([sys.executable, "-m", "lawkit", "rekey", "--why", "kill"],
                             cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -98,18 +101,22 @@ def _run(folder: Folder, root: Path, points: list[tuple[str, float]]) -> str:
             while True:
                 if proc.poll() is not None:
                     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-                    return "finished"
+                    return i, False
+                if kind == "time":  # no need to scan the folder: leave the CPUs to the run
+                    wait = start + threshold - time.monotonic()
+                    if wait <= 0:
+                        break
+                    time.sleep(min(wait, 0.01))
+                    continue
                 temps, replaced = folder.progress(inodes)
-                value = {"time": time.monotonic() - start, "temps": temps,
-                         "replaced": replaced}[kind]
-                if value >= threshold:
+                if (temps if kind == "temps" else replaced) >= threshold:
                     break
                 time.sleep(0.001)
             if i == len(points) - 1:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 folder.inspect()
-                return "killed"
+                return i + 1, True
             proc.send_signal(signal.SIGSTOP)
             try:
                 folder.inspect()
@@ -129,20 +136,22 @@ def test_a_rekey_killed_at_many_points_leaves_every_file_old_or_new_and_a_rerun_
     make_workspace(tmp_path, 0)
     folder = Folder(tmp_path / "laws")
     rng = random.Random(3)
-    kills = 0
+    kills = reached = 0
     for run in range(RUNS):
         left, _new = folder.inspect()
         if left < 100:  # too few left to kill in the middle: start over
             folder.restore()
             left = FILES
-        points: list[tuple[str, float]] = [("time", rng.uniform(0.05, 0.6)),
-                                           ("temps", rng.randint(1, left // 2))]
-        if run % 4 == 3:
-            points.append(("time", rng.uniform(0.3, 1.0)))  # killed while parsing or writing
-        else:
-            points.append(("replaced", rng.randint(1, left - 1)))
-        kills += _run(folder, tmp_path, points) == "killed"
-    assert kills >= RUNS - 2
+        points: list[tuple[str, float]] = [("time", rng.uniform(0.05, 0.3))]
+        if run in (1, 4):  # killed while starting or parsing
+            points.append(("time", rng.uniform(0.3, 0.8)))
+        else:  # frozen while writing temps and while renaming, killed while renaming
+            points += [("temps", k) for k in sorted(rng.sample(range(1, left // 2), 2))]
+            points += [("replaced", k) for k in sorted(rng.sample(range(1, left), 4))]
+        points_reached, killed = _run(folder, tmp_path, points)
+        reached += points_reached
+        kills += killed
+    assert kills >= RUNS - 1 and reached >= 30, (kills, reached)
     done = subprocess.run([sys.executable, "-m", "lawkit", "rekey", "--why", "kill"],
                           cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
