@@ -85,6 +85,8 @@ class ColumnSpec:
     """The digest column's name (the key, `atom`): optional in a file, text when present."""
     nonnegative: tuple[str, ...] = ()
     """Numbers that must also be >= 0 (targets are durations)."""
+    weights: tuple[str, ...] = ()
+    """Numbers that must be >= 0 because they weight rows."""
 
     def names(self) -> list[str]:
         """Every column named, in order, once."""
@@ -142,6 +144,8 @@ class Chunk:
                 return "NaN is not a number"
             if math.isinf(value):
                 return f"{'-' if value < 0 else ''}infinity is not a finite number"
+            if value < 0 and column in self.spec.weights:
+                return f"{value!r} is negative: a weight is >= 0 (or pass --drop-invalid)"
             if value < 0 and column in self.spec.nonnegative:
                 return (f"{value!r} is negative: a target is a duration (pass --allow-negative "
                         "if negative values are meant, or --drop-invalid to drop such rows)")
@@ -201,7 +205,7 @@ class Chunk:
         ok: BoolArray
         if column in self.spec.numbers:
             ok = np.isfinite(values)
-            if column in self.spec.nonnegative:
+            if column in self.spec.nonnegative or column in self.spec.weights:
                 ok &= ~(values < 0)
         elif values.dtype.kind == "f":
             ok = ~np.isnan(values)

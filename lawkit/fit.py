@@ -331,20 +331,20 @@ def _column_spec(specs: Sequence[LawSpec], request: FitRequest,
                  ws: Workspace) -> captures.ColumnSpec:
     numbers: dict[str, None] = {}
     targets: dict[str, None] = {}
+    weights: dict[str, None] = {}
     labels: dict[str, None] = {}
     for spec in specs:
         numbers.update(dict.fromkeys(spec.numbers()))
         targets[spec.target] = None
         labels.update(dict.fromkeys(spec.selectors()))
         if spec.weight:
-            targets[spec.weight] = None  # weights are >= 0 whatever --allow-negative says
+            weights[spec.weight] = None
     labels.update(dict.fromkeys(request.by))
     key = ws.digest.key
-    nonnegative = [c for c in targets if c in numbers and
-                   (not request.allow_negative or any(c == s.weight for s in specs))]
     return captures.ColumnSpec(
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
-        digest=key, nonnegative=tuple(nonnegative))
+        digest=key, nonnegative=() if request.allow_negative else tuple(targets),
+        weights=tuple(weights))
 
 
 def _chunk_rows(request: FitRequest, found: Sequence[captures.Capture],
@@ -466,7 +466,8 @@ def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> _Sc
         numbers = tuple(c for c in spec.numbers if c in scan_spec.labels)
         scan_spec = captures.ColumnSpec(
             numbers=numbers, labels=tuple(c for c in scan_spec.labels if c not in spec.numbers),
-            digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers))
+            digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
+            weights=tuple(c for c in spec.weights if c in numbers))
     for chunk in source.chunks(scan_spec if source.streaming else None):
         scan.records += chunk.size
         named = chunk.has_digest_column or chunk.digest is not None

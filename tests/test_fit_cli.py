@@ -492,6 +492,11 @@ def test_weight_fits_weighted_least_squares_and_records_the_column(tmp_path: Pat
     ok(str(path), "--captured-on", DIGEST, "--out", "a.yaml")  # the refit keeps the weight
     (again,) = lawfile.load(tmp_path / "a.yaml").host.laws
     assert again.terms == law.terms
+    path.write_text("x,y,runs\n1,1.0,1\n2,2.1,-10\n3,2.9,10\n4,4.5,1\n5,5.0,5\n")
+    result = fit(str(path), "--formula", "y ~ x", "--weight", "runs", "--captured-on", DIGEST,
+                 "--out", "b.yaml", "--allow-negative")
+    assert result.exit_code == 2
+    assert "w.csv: column runs, row 2: -10.0 is negative: a weight is >= 0" in result.output
 
 
 # -- digests --------------------------------------------------------------------------------
