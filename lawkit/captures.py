@@ -20,6 +20,10 @@ without blank lines, row N is line N).
 
 The digest the captures ran on comes from a text column named after the key (`atom`) or, for
 Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`).
+
+Memory: Parquet streams by row batches (and, read whole, fills arrays of the file's length
+batch by batch); CSV streams by blocks; a JSON Lines file is parsed whole and then cut into
+chunks, so keep tall capture sets in Parquet or CSV.
 """
 
 from __future__ import annotations
