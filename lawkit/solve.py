@@ -16,6 +16,10 @@ Pass structure, in memory or streamed (each pass can run as a fold over chunks a
    MAPE  →  `ResidualPass`; the refinement correction solves with the R factor of pass 1.
    Pass 2 repeats only while the correction is still large.
 
+``finish(state, run_pass)`` drives the passes of a merged state; ``refine(state)`` is the same
+loop as a generator (it yields the coefficients of the next pass and is sent its result), so
+that a caller can run the passes of many fits together, e.g. as folds on a Dask cluster.
+
 Weights scale rows by ``sqrt(w)`` (weighted least squares). With weights the statistics are the
 weighted ones: ``SSR = Σ w r²``, ``resid_sd = sqrt(SSR / (n - p))`` (the standard deviation of a
 unit-weight observation, as in statsmodels' WLS), ``rmse = sqrt(SSR / Σ w)``, ``r2`` centred on
@@ -30,7 +34,7 @@ import ctypes
 import functools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -622,13 +626,33 @@ def solve_partial(state: PartialFit) -> Array:
     return np.asarray(scipy.linalg.solve_triangular(rs, qty) / s, dtype=np.float64)
 
 
-def _finish(state: PartialFit, run_pass: Callable[[Array], ResidualPass], method: str = "ols"
-            ) -> FitResult:
-    """Refine the QR solution of ``state`` with residual passes; assemble the statistics.
+def finish(state: PartialFit, run_pass: Callable[[Array], ResidualPass], method: str = "ols"
+           ) -> FitResult:
+    """The refined fit of ``state``, ``run_pass(coef)`` giving the residual pass over all rows.
 
-    Iterative refinement on the corrected seminormal equations (Björck, BIT 27, 1987; Higham,
-    op. cit., section 20.5): with r and X'r exact to double-double, each step solves
-    R'R d = X'r and converges to the exact solution of the float64-rounded problem.
+    ``state`` may be merged from partial fits anywhere; ``run_pass`` may run as a distributed
+    fold of `residual_pass` and `merge`. The steps are those of `refine`.
+    """
+    steps = refine(state, method)
+    coef = next(steps)
+    while True:
+        try:
+            coef = steps.send(run_pass(coef))
+        except StopIteration as done:
+            result: FitResult = done.value
+            return result
+
+
+def refine(state: PartialFit, method: str = "ols"
+           ) -> Generator[Array, ResidualPass, FitResult]:
+    """Refine the QR solution of ``state`` pass by pass: yields the coefficients at which it
+    needs the residual pass over all rows, is sent that pass, returns the FitResult.
+
+    For a caller that drives several fits, or runs each pass on a cluster, in its own loop
+    (`finish` is the plain loop). Iterative refinement on the corrected seminormal equations
+    (Björck, BIT 27, 1987; Higham, op. cit., section 20.5): with r and X'r exact to
+    double-double, each step solves R'R d = X'r and converges to the exact solution of the
+    float64-rounded problem.
     """
     _check_rows(state)
     p = len(state.terms)
@@ -646,7 +670,7 @@ def _finish(state: PartialFit, run_pass: Callable[[Array], ResidualPass], method
     prev = math.inf
     passes = 0
     while True:
-        acc = run_pass(b)
+        acc = yield b
         passes += 1
         g = acc.xtr_hi + acc.xtr_lo
         ds = correction(g)
@@ -747,7 +771,7 @@ def fit_ols(x: ArrayLike, y: ArrayLike, terms: Sequence[str], weights: ArrayLike
     state, *others = _map(part, ranges)
     for other_state in others:
         state = merge(state, other_state)
-    return _finish(state, run_pass, method)
+    return finish(state, run_pass, method)
 
 
 def _map(fn: Callable[[tuple[int, int]], _T], ranges: list[tuple[int, int]]) -> list[_T]:
@@ -780,7 +804,7 @@ def fit_ols_streamed(chunks: Callable[[], Iterable[Chunk]], terms: Sequence[str]
             raise FitError("the chunks were empty on a later pass")
         return acc
 
-    return _finish(state, run_pass, method)
+    return finish(state, run_pass, method)
 
 
 def fit(x: ArrayLike, y: ArrayLike, terms: Sequence[str], method: str = "ols",
