@@ -50,7 +50,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -98,6 +98,9 @@ class FitRequest:
     """Stream the captures in chunks of this many rows; None: in memory unless they are big."""
     seed: int = 0
     now: datetime.datetime | None = None
+    dask: str | None = None
+    """A Dask scheduler address, or local[:N]: read and fold the rows on that cluster
+    (`lawkit.distributed`); None: in this process."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,39 @@ def write_fit(report: FitReport, ws: Workspace) -> None:
     lawmerge.write(report, ws)
 
 
+class Runner(Protocol):
+    """Where the rows are read and folded: this process, or a cluster (`lawkit.distributed`)."""
+
+    def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
+        """One pass over the selection and digest columns of every capture."""
+
+    def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
+            ) -> list[FittedLaw]:
+        """Every law fitted, in order."""
+
+    def hashes(self) -> list[str]:
+        """The sha256 of every capture file, in order."""
+
+
+class _Local:
+    """The rows read in this process: kept in memory, or streamed again for every pass."""
+
+    def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
+                 request: FitRequest) -> None:
+        self._hashes = _start_hashing(found)
+        self.source = _Source(found, spec, _chunk_rows(request, found, spec))
+
+    def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
+        return _scan(self.source, specs, request)
+
+    def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
+            ) -> list[FittedLaw]:
+        return [_fit_one(law, self.source, request, split) for law in laws]
+
+    def hashes(self) -> list[str]:
+        return self._hashes()
+
+
 def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     """Read the captures and fit every law of the request; writes nothing."""
     _check_request(request)
@@ -240,25 +276,37 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     existing = _load_existing(out, out_shown, ws)
     specs = plan_specs(request, existing)
     found = captures.find_captures(request.captures, shown=ws.rel)
-    hashes = _start_hashing(found)
     spec = _column_spec(specs, request, ws)
-    source = _Source(found, spec, _chunk_rows(request, found, spec))
-    scan = _scan(source, specs, request)
+    if request.dask is None:
+        return _fit_with(_Local(found, spec, request), request, ws, existing, specs, found)
+    from lawkit import distributed
+
+    distributed.check_methods(specs)
+    with distributed.connect(request.dask) as client:
+        runner = distributed.DaskRunner(client, found, spec)
+        return _fit_with(runner, request, ws, existing, specs, found)
+
+
+def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
+              existing: lawfile.LawFile | None, specs: Sequence[LawSpec],
+              found: Sequence[captures.Capture]) -> FitReport:
+    out = Path(request.out)
+    scan = runner.scan(specs, request)
     digest, digests = _resolve_digest(scan, request, ws)  # before the fits: it fails fast
     laws = _expand(specs, scan, request)
     _check_names([law.name for law in laws])
-    split = _Split.make(request.holdout, request.seed, len(found)) if request.holdout else None
-    fitted = [_fit_one(law, source, scan, request, split) for law in laws]
+    split = Split.make(request.holdout, request.seed, len(found)) if request.holdout else None
+    fitted = runner.fit(laws, request, split)
     names = {f.spec.name for f in fitted}
     if existing is not None:
         for f in fitted:
             f.replaced = any(law.name == f.spec.name for law in existing.host.laws)
     kept = [law.name for law in existing.host.laws if law.name not in names] if existing else []
-    records = [{"path": _provenance_path(c, ws), "sha256": h} for c, h in zip(found, hashes(),
-                                                                              strict=True)]
+    records = [{"path": _provenance_path(c, ws), "sha256": h}
+               for c, h in zip(found, runner.hashes(), strict=True)]
     labels: dict[str, Any] = dict(existing.labels or {}) if existing is not None else {}
     labels.update(request.labels)
-    return FitReport(out=out, out_shown=out_shown, laws=fitted, digest=digest, digests=digests,
+    return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
                      records=scan.records, captures=records, at=_timestamp(request.now),
                      labels=labels, kept=kept, dropped=scan.dropped)
 
@@ -420,8 +468,8 @@ class _Source:
 
 
 @dataclass
-class _Scan:
-    """What one pass over the selection columns found."""
+class Scan:
+    """What one pass over the selection columns found; scans of consecutive rows merge."""
 
     records: int = 0
     groups: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
@@ -430,6 +478,71 @@ class _Scan:
     undigested: list[str] = field(default_factory=list)
     dropped: int = 0
     """Rows dropped (with drop_invalid) for an invalid selection or digest value."""
+
+    def add(self, chunk: captures.Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
+            drop_invalid: bool = False) -> None:
+        """Scan a chunk: label validity, `by` groups, digests and row counts of every spec."""
+        self.records += chunk.size
+        named = chunk.has_digest_column or chunk.digest is not None
+        if not named and chunk.start == 0:
+            self.undigested.append(chunk.capture.shown)
+        used = np.zeros(chunk.size, dtype=bool)
+        selection_ok = np.ones(chunk.size, dtype=bool)
+        for i, law in enumerate(specs):
+            columns = _selector_columns(law, by)
+            if chunk.has_digest_column and chunk.spec.digest is not None:
+                columns.append(chunk.spec.digest)
+            ok = _valid_or_raise(chunk, columns, None, drop_invalid)
+            selection_ok &= ok
+            rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
+            if not ok.all():
+                rows &= ok
+            self.selected[i] = self.selected.get(i, 0) + int(np.count_nonzero(rows))
+            used |= rows
+            if by:
+                seen = self.groups.setdefault(i, [])
+                seen.extend(_group_keys(chunk, by, rows))
+        self.dropped += int(chunk.size - np.count_nonzero(selection_ok))
+        for value in chunk.digests_of(used):
+            files = self.digests.setdefault(value, [])
+            if chunk.capture.shown not in files:
+                files.append(chunk.capture.shown)
+
+    def merge(self, after: Scan) -> Scan:
+        """This scan and `after`, a scan of the rows that follow, as one (first-seen order
+        kept, so a tree of merges gives what one pass in order gives)."""
+        digests = {value: list(files) for value, files in self.digests.items()}
+        for value, files in after.digests.items():
+            known = digests.setdefault(value, [])
+            known.extend(f for f in files if f not in known)
+        keys = sorted({*self.groups, *after.groups})
+        counted = sorted({*self.selected, *after.selected})
+        return Scan(
+            records=self.records + after.records,
+            groups={i: list(dict.fromkeys([*self.groups.get(i, []), *after.groups.get(i, [])]))
+                    for i in keys},
+            selected={i: self.selected.get(i, 0) + after.selected.get(i, 0) for i in counted},
+            digests=digests, undigested=[*self.undigested, *after.undigested],
+            dropped=self.dropped + after.dropped)
+
+    def sort_groups(self) -> Scan:
+        """The scan with each spec's groups distinct and in order (numbers, then text)."""
+        for i in self.groups:
+            self.groups[i] = _sorted_keys(self.groups[i])
+        return self
+
+
+def scan_columns(spec: captures.ColumnSpec, specs: Sequence[LawSpec], by: Sequence[str],
+                 ) -> captures.ColumnSpec:
+    """The columns a streamed scan reads: the selection and digest columns, nothing else (a
+    selection column that is also fitted is read, and validated, as a number)."""
+    labels = tuple(c for c in spec.names()
+                   if c != spec.digest and any(c in _selector_columns(s, by) for s in specs))
+    numbers = tuple(c for c in spec.numbers if c in labels)
+    return captures.ColumnSpec(
+        numbers=numbers, labels=tuple(c for c in labels if c not in spec.numbers),
+        digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
+        weights=tuple(c for c in spec.weights if c in numbers))
 
 
 def _selector_columns(spec: LawSpec, by: Sequence[str]) -> list[str]:
@@ -452,51 +565,13 @@ def _selection_data(chunk: captures.Chunk, ok: BoolArray) -> Mapping[str, Any]:
     return data
 
 
-def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> _Scan:
+def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
     """One pass over the selection columns: label validity, groups, digests, row counts."""
-    scan = _Scan()
-    spec = source.spec
-    scan_spec = captures.ColumnSpec(labels=tuple(c for c in spec.names()
-                                                 if c != spec.digest and
-                                                 any(c in _selector_columns(s, request.by)
-                                                     for s in specs)),
-                                    digest=spec.digest)
-    if source.streaming:
-        # the selection columns may be numbers too: read them as such
-        numbers = tuple(c for c in spec.numbers if c in scan_spec.labels)
-        scan_spec = captures.ColumnSpec(
-            numbers=numbers, labels=tuple(c for c in scan_spec.labels if c not in spec.numbers),
-            digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
-            weights=tuple(c for c in spec.weights if c in numbers))
-    for chunk in source.chunks(scan_spec if source.streaming else None):
-        scan.records += chunk.size
-        named = chunk.has_digest_column or chunk.digest is not None
-        if not named and chunk.start == 0:
-            scan.undigested.append(chunk.capture.shown)
-        used = np.zeros(chunk.size, dtype=bool)
-        selection_ok = np.ones(chunk.size, dtype=bool)
-        for i, law in enumerate(specs):
-            columns = _selector_columns(law, request.by)
-            if chunk.has_digest_column and spec.digest is not None:
-                columns.append(spec.digest)
-            ok = _valid_or_raise(chunk, columns, None, request.drop_invalid)
-            selection_ok &= ok
-            rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
-            if not ok.all():
-                rows &= ok
-            scan.selected[i] = scan.selected.get(i, 0) + int(np.count_nonzero(rows))
-            used |= rows
-            if request.by:
-                seen = scan.groups.setdefault(i, [])
-                seen.extend(_group_keys(chunk, request.by, rows))
-        scan.dropped += int(chunk.size - np.count_nonzero(selection_ok))
-        for value in chunk.digests_of(used):
-            files = scan.digests.setdefault(value, [])
-            if chunk.capture.shown not in files:
-                files.append(chunk.capture.shown)
-    for i in scan.groups:
-        scan.groups[i] = _sorted_keys(scan.groups[i])
-    return scan
+    scan = Scan()
+    columns = scan_columns(source.spec, specs, request.by) if source.streaming else None
+    for chunk in source.chunks(columns):
+        scan.add(chunk, specs, request.by, drop_invalid=request.drop_invalid)
+    return scan.sort_groups()
 
 
 def _valid_or_raise(chunk: captures.Chunk, columns: Sequence[str], rows: BoolArray | None,
@@ -559,7 +634,7 @@ def _sorted_keys(keys: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return sorted(dict.fromkeys(keys), key=order)
 
 
-def _expand(specs: Sequence[LawSpec], scan: _Scan, request: FitRequest) -> list[LawSpec]:
+def _expand(specs: Sequence[LawSpec], scan: Scan, request: FitRequest) -> list[LawSpec]:
     """One law per spec, or per group of `--by` values; an empty selection is an error."""
     laws = []
     for i, spec in enumerate(specs):
@@ -583,7 +658,7 @@ def _name_part(value: Any) -> str:
     return format_literal(value)
 
 
-def _empty_selection(spec: LawSpec, scan: _Scan) -> FitError:
+def _empty_selection(spec: LawSpec, scan: Scan) -> FitError:
     selection = spec.selection()
     if not scan.records:
         return FitError(f"law {spec.name}: the captures hold no rows")
@@ -605,7 +680,7 @@ def _check_names(names: Sequence[str]) -> None:
 
 
 @dataclass(frozen=True)
-class _Split:
+class Split:
     """Which rows are held out: whole files when there are several, else rows at random."""
 
     fraction: float
@@ -613,7 +688,7 @@ class _Split:
     files: frozenset[int] | None
 
     @classmethod
-    def make(cls, fraction: float, seed: int, nfiles: int) -> _Split:
+    def make(cls, fraction: float, seed: int, nfiles: int) -> Split:
         if nfiles > 1:
             count = min(max(1, round(fraction * nfiles)), nfiles - 1)
             order = np.random.default_rng(seed).permutation(nfiles)
@@ -643,7 +718,7 @@ class _Split:
 
 
 @dataclass
-class _Rows:
+class RowsSeen:
     """Per law: the rows dropped and the domain of the rows fitted, filled while reading."""
 
     dropped: int = 0
@@ -659,6 +734,15 @@ class _Rows:
             lo, hi = float(values.min()), float(values.max())
             self.low[name] = min(self.low.get(name, lo), lo)
             self.high[name] = max(self.high.get(name, hi), hi)
+
+    def merge(self, other: RowsSeen) -> RowsSeen:
+        """Both, as if one had seen the rows of the other too."""
+        low, high = dict(self.low), dict(self.high)
+        for name, lo in other.low.items():
+            low[name] = min(low.get(name, lo), lo)
+        for name, hi in other.high.items():
+            high[name] = max(high.get(name, hi), hi)
+        return RowsSeen(self.dropped + other.dropped, low, high)
 
 
 def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
@@ -711,11 +795,11 @@ def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]
             "domain": {k: [float(v[0]), float(v[1])] for k, v in domain.items()} or None}
 
 
-def _fit_one(law: LawSpec, source: _Source, scan: _Scan, request: FitRequest,
-             split: _Split | None) -> FittedLaw:
+def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | None,
+             ) -> FittedLaw:
     from lawkit import solve
 
-    seen = _Rows()
+    seen = RowsSeen()
     features = law.features
 
     def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
@@ -765,7 +849,7 @@ def _stack(parts: list[tuple[FloatArray, FloatArray, FloatArray | None]],
 
 
 def _score_holdout(law: LawSpec, coef: Sequence[float], source: _Source, request: FitRequest,
-                   split: _Split) -> dict[str, Any]:
+                   split: Split) -> dict[str, Any]:
     b = np.asarray(coef, dtype=np.float64)
     n = 0
     mean = m2 = ssr = ape = 0.0
@@ -844,7 +928,7 @@ def _put(mapping: dict[str, Any], key: str, value: Any) -> None:
 # -- the digest -------------------------------------------------------------------------------
 
 
-def _resolve_digest(scan: _Scan, request: FitRequest, ws: Workspace) -> tuple[str, list[str]]:
+def _resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str, list[str]]:
     """The digest the laws are keyed to, and every digest the captures named."""
     seen = list(scan.digests)
     key = ws.digest.key
@@ -922,6 +1006,10 @@ __all__ = [
     "FitRequest",
     "FittedLaw",
     "LawSpec",
+    "RowsSeen",
+    "Runner",
+    "Scan",
+    "Split",
     "fit_laws",
     "fit_statistics",
     "law_design",
@@ -929,5 +1017,6 @@ __all__ = [
     "law_rows",
     "plan_specs",
     "run_fit",
+    "scan_columns",
     "write_fit",
 ]

@@ -60,6 +60,10 @@ def fit(
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw each law's measured vs predicted values and residuals to this "
         "PNG file (needs the 'plot' extra).", show_default=False)] = None,
+    dask: Annotated[str | None, typer.Option(
+        "--dask", metavar="SCHEDULER_ADDRESS|local[:N]", help="Read and fold the captures on a "
+        "Dask cluster (needs the 'dask' extra): one task per file or Parquet row groups. "
+        "local[:N] starts N worker processes here (2).", show_default=False)] = None,
     json: JsonOption = False,
     engine: EngineOption = None,
     config: ConfigOption = None,
@@ -87,7 +91,7 @@ def fit(
             by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
             holdout=holdout, labels=labels, name=name, captured_on=captured_on,
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
-            drop_invalid=drop_invalid, weight=weight)
+            drop_invalid=drop_invalid, weight=weight, dask=dask)
         if plot is not None:
             from lawkit.plot import check_plot_path
 
