@@ -86,6 +86,8 @@ class RekeyReport:
         else:
             head = f"{'would rekey' if self.dry_run else 'rekeyed'} {files} to " \
                    f"{self.key}={self.to}" if n else "nothing to rekey"
+        if not (n or self.unchanged or self.skipped):
+            return f"{head}: no law files"
         rest = []
         if self.unchanged:
             rest.append(f"{len(self.unchanged)} already at {self.key}={self.to}")
