@@ -1,0 +1,128 @@
+"""The documentation keeps up with the code: every command and option has a README entry, the
+CLI reference (docs/cli.md) is what `--help` prints today, and the README's links resolve."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+REGENERATE = ("regenerate it with: .venv/bin/python scripts/cli_reference.py "
+              "(then commit docs/cli.md)")
+COMMON = "Common options"
+_HEADING = re.compile(r"^(#{1,6}) (.*)$")
+
+
+def _cli_reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cli_reference",
+                                                  REPO / "scripts" / "cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    """(line index, level, title) of every Markdown heading outside fenced blocks."""
+    out, fenced = [], False
+    for index, line in enumerate(text.splitlines()):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := _HEADING.match(line)):
+            out.append((index, len(match.group(1)), match.group(2).strip()))
+    return out
+
+
+def _section(text: str, predicate: Any) -> str | None:
+    """The text under the first heading whose title satisfies predicate, subsections included."""
+    lines = text.splitlines()
+    headings = _headings(text)
+    for number, (index, level, title) in enumerate(headings):
+        if predicate(title):
+            end = next((i for i, lv, _ in headings[number + 1:] if lv <= level), len(lines))
+            return "\n".join(lines[index:end])
+    return None
+
+
+def _commands() -> dict[str, Any]:
+    group = _cli_reference().lawkit_command()
+    ctx = group.context_class(group, info_name="lawkit")
+    return {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+
+
+def _mentions(text: str, flag: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+def test_the_cli_reference_is_what_help_prints_today() -> None:
+    path = REPO / "docs" / "cli.md"
+    assert path.is_file(), f"docs/cli.md is missing: {REGENERATE}"
+    assert path.read_text(encoding="utf-8") == _cli_reference().render(), (
+        f"docs/cli.md is stale (a command's options or help changed): {REGENERATE}")
+
+
+def test_every_command_has_help_and_a_readme_section() -> None:
+    readme = README.read_text(encoding="utf-8")
+    missing = []
+    for name, command in _commands().items():
+        assert (command.help or "").strip(), f"lawkit {name} has no help text"
+        heading = re.compile(rf"`lawkit {re.escape(name)}`")
+        if _section(readme, heading.search) is None:
+            missing.append(name)
+    assert not missing, ("README.md has no section for " + ", ".join(
+        f"lawkit {n}" for n in missing) + ": add a heading like '### `lawkit NAME`' under "
+        "'## Commands' saying what it does, its flags and its exit codes")
+
+
+def test_every_option_of_every_command_has_a_readme_entry() -> None:
+    readme = README.read_text(encoding="utf-8")
+    common = _section(readme, lambda title: title == COMMON)
+    assert common is not None, f"README.md has no '### {COMMON}' section"
+    missing = []
+    for name, command in _commands().items():
+        heading = re.compile(rf"`lawkit {re.escape(name)}`")
+        section = _section(readme, heading.search) or ""
+        for param in command.params:
+            if param.param_type_name != "option":
+                continue
+            for flag in [*param.opts, *param.secondary_opts]:
+                if flag != "--help" and not (_mentions(section, flag) or _mentions(common, flag)):
+                    missing.append(f"lawkit {name} {flag}")
+    assert not missing, ("README.md does not explain these options (in the command's section, "
+                         f"or in '{COMMON}' when shared): " + ", ".join(missing))
+
+
+def _slug(title: str) -> str:
+    """The anchor GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def test_the_readme_links_resolve() -> None:
+    readme = README.read_text(encoding="utf-8")
+    anchors = {_slug(title) for _, _, title in _headings(readme)}
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", readme):
+        if target.startswith(("http://", "https://")):
+            continue
+        if target.startswith("#"):
+            if target[1:] not in anchors:
+                broken.append(target)
+        elif not (REPO / target.split("#")[0]).exists():
+            broken.append(target)
+    assert not broken, f"README.md links to nothing: {', '.join(broken)}"
+
+
+def test_the_installed_package_holds_every_module_the_readme_installs() -> None:
+    """`pip install` of lawkit (pre-commit's hook, the CI job) ships every package folder."""
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    folders = {init.parent.relative_to(REPO).as_posix().replace("/", ".")
+               for top in ("lawkit", "src_digest") for init in (REPO / top).rglob("__init__.py")}
+    assert folders <= listed, (f"pyproject.toml [tool.setuptools] packages lacks "
+                               f"{sorted(folders - listed)}: a non-editable install would not "
+                               "have them")

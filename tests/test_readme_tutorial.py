@@ -1,0 +1,218 @@
+"""The README's ```console blocks run, in order, and print what the README says they print.
+
+The convention, for whoever edits README.md:
+
+- Every fenced block whose info string is `console` is a transcript. A line starting with `$ `
+  is a command; lines right after it starting with `> ` (or a bare `>`) continue it, as a shell
+  shows a continued line or a here-document; every other line, up to the next command or the
+  end of the block, is what the command prints (stdout and stderr together, as in a terminal).
+  Blocks in ```sh, ```text, ```python ... are for reading only and never run.
+- All the console blocks of one `## ` section run in one bash session, in order, so `cd` and
+  shell variables carry from one command to the next. Each section starts afresh, at the root
+  of a temporary copy of the repository (its `examples/`, `laws/` and `pyproject.toml`, and a
+  `.venv/bin/activate` that puts this Python's scripts first on PATH), with `$TMPDIR` inside
+  the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
+- A command must exit 0, unless its line ends with a comment `# exit N`: then it must exit N.
+- The output must match line for line (trailing spaces and trailing blank lines ignored);
+  a command shown with no output must print nothing. In an expected line, `…` matches any
+  text (times, temporary paths, revision ids); a line that is only `…` matches any number of
+  lines, none included.
+
+Each section is one test, named after its heading; a failure names the README line, the
+command, and the difference, and the workspace is left in pytest's temporary folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+ELLIPSIS = "…"
+_EXIT = re.compile(r"#\s*exit\s+(\d+)\s*$")
+
+
+@dataclass
+class Command:
+    """One `$` command of a console block, with the output and exit code the README claims."""
+
+    text: str
+    line: int
+    exit_code: int = 0
+    expected: list[str] = field(default_factory=list)
+
+
+def console_sections(text: str) -> dict[str, list[Command]]:
+    """The commands of the README's console blocks, by `## ` section, in order."""
+    sections: dict[str, list[Command]] = {}
+    title = "(top)"
+    in_block = False
+    fence = ""
+    current: Command | None = None
+    continuing = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not in_block:
+            if line.startswith("## "):
+                title = line[3:].strip()
+            elif line.startswith("```"):
+                fence = line[3:].strip()
+                in_block = True
+                current, continuing = None, False
+            continue
+        if line.startswith("```"):
+            in_block = False
+            continue
+        if fence != "console":
+            continue
+        if line.startswith("$ "):
+            match = _EXIT.search(line)
+            current = Command(text=line[2:], line=number,
+                              exit_code=int(match.group(1)) if match else 0)
+            sections.setdefault(title, []).append(current)
+            continuing = True
+        elif continuing and current is not None and (line == ">" or line.startswith("> ")):
+            current.text += "\n" + line[2:]
+        elif current is not None:
+            continuing = False
+            current.expected.append(line)
+        else:
+            raise AssertionError(f"README.md:{number}: console block output before any $ line")
+    return sections
+
+
+def output_matches(expected: list[str], actual: list[str]) -> bool:
+    """Whether the actual lines match the expected ones, `…` as described in the docstring."""
+    patterns = [None if line.strip() == ELLIPSIS else
+                re.compile(".*?".join(re.escape(part) for part in line.rstrip().split(ELLIPSIS))
+                           + r"\Z")
+                for line in _trim(expected)]
+    lines = [line.rstrip() for line in _trim(actual)]
+    memo: dict[tuple[int, int], bool] = {}
+
+    def match(i: int, j: int) -> bool:
+        if (i, j) not in memo:
+            if i == len(patterns):
+                memo[i, j] = j == len(lines)
+            elif patterns[i] is None:
+                memo[i, j] = match(i + 1, j) or (j < len(lines) and match(i, j + 1))
+            else:
+                pattern = patterns[i]
+                assert pattern is not None
+                memo[i, j] = j < len(lines) and pattern.match(lines[j]) is not None \
+                    and match(i + 1, j + 1)
+        return memo[i, j]
+
+    return match(0, 0)
+
+
+def _trim(lines: list[str]) -> list[str]:
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _workspace(tmp_path: Path) -> Path:
+    """A temporary copy of the repository's workspace, with an activate script for this Python."""
+    copy = tmp_path / "lawkit"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("examples", "laws"):
+        shutil.copytree(REPO / name, copy / name, ignore=ignore, symlinks=True)
+    shutil.copy2(REPO / "pyproject.toml", copy / "pyproject.toml")
+    bin_dir = copy / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    scripts = Path(sys.executable).parent
+    (bin_dir / "activate").write_text(f'export PATH="{scripts}:$PATH"\n', encoding="utf-8")
+    return copy
+
+
+def _script(commands: list[Command], results: Path) -> str:
+    """One bash script running every command in the current shell, output and status to files."""
+    parts = []
+    for index, command in enumerate(commands):
+        parts.append(f"{{\n{command.text}\n}} > '{results}/{index}.out' 2>&1 < /dev/null\n"
+                     f"echo $? > '{results}/{index}.rc'\n")
+    return "".join(parts)
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "CDPATH", "BASH_ENV", "ENV", "GIT_DIR",
+                 "GIT_WORK_TREE", "COLUMNS", "LINES"):
+        env.pop(name, None)
+    env.update({
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        "TMPDIR": str(scratch),
+        "LC_ALL": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONUNBUFFERED": "1",  # stdout and stderr interleave as in a terminal
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    })
+    return env
+
+
+SECTIONS = console_sections(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_has_a_tutorial_that_runs_and_fails() -> None:
+    """Guard the guard: the tutorial is found, and holds a failing check to show."""
+    tutorial = [title for title in SECTIONS if title.startswith("Tutorial")]
+    assert tutorial, "README.md: no `## Tutorial...` section with ```console blocks"
+    commands = SECTIONS[tutorial[0]]
+    assert any(c.text.startswith("lawkit check") and c.exit_code == 1 for c in commands)
+    assert any(c.text.startswith("lawkit rekey") for c in commands)
+
+
+def test_the_matcher_reads_ellipses_as_documented() -> None:
+    assert output_matches(["a … c"], ["a b b c"])
+    assert output_matches(["x", "…", "z"], ["x", "z"])
+    assert output_matches(["x", "…", "z"], ["x", "1", "2", "z"])
+    assert not output_matches(["x"], ["x", "y"])
+    assert not output_matches(["a … c"], ["a b d"])
+    assert output_matches([], [""])
+
+
+@pytest.mark.parametrize("section", list(SECTIONS))
+def test_readme_console_blocks_print_what_the_readme_says(section: str, tmp_path: Path) -> None:
+    commands = SECTIONS[section]
+    workspace = _workspace(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    script = tmp_path / "session.sh"
+    script.write_text(_script(commands, results), encoding="utf-8")
+    subprocess.run(["bash", "--noprofile", "--norc", str(script)], cwd=workspace,
+                   env=_environment(tmp_path), stdin=subprocess.DEVNULL, timeout=300, check=False)
+    failures = []
+    for index, command in enumerate(commands):
+        rc_file = results / f"{index}.rc"
+        where = f"README.md:{command.line}: $ {command.text}"
+        if not rc_file.is_file():
+            failures.append(f"{where}\nnever ran: the session ended before it")
+            break
+        rc = int(rc_file.read_text())
+        actual = (results / f"{index}.out").read_text(encoding="utf-8").splitlines()
+        if rc != command.exit_code:
+            failures.append(f"{where}\nexited {rc}, the README says {command.exit_code} (mark "
+                            "another exit code with a trailing '# exit N'); it printed:\n"
+                            + "\n".join(actual))
+        elif not output_matches(command.expected, actual):
+            diff = difflib.unified_diff(command.expected, actual, "README", "actual", lineterm="")
+            failures.append(f"{where}\nprinted something else than the README shows (a '…' "
+                            "matches any text):\n" + "\n".join(diff))
+    if failures:
+        pytest.fail(f"{len(failures)} of {len(commands)} commands differ from README.md "
+                    f"(workspace: {workspace}):\n\n" + "\n\n".join(failures), pytrace=False)
