@@ -51,6 +51,7 @@ column as an empty value; a whole-file task reads as the local fit does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import uuid
@@ -86,9 +87,12 @@ ROWS_PER_TASK = 4 * STREAM_ROWS
 this many rows (whole row groups each)."""
 METHODS = ("ols", "huber", "nnls")
 INSTALL = "--dask needs dask.distributed: pip install 'lawkit[dask]'"
+CONNECT_TIMEOUT = "20s"
+"""How long to try to reach a scheduler before giving up."""
 _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
 _GATHER = 1 << 16  # candidates for the median few enough to send as values
 _NO_ROWS = "__lawkit_rows__"
+_FAN_IN = 8  # results per merge task
 
 
 # -- the cluster -------------------------------------------------------------------------------
@@ -133,7 +137,8 @@ def connect(address: str) -> Iterator[Any]:
     with contextlib.ExitStack() as stack:
         if workers is None:
             try:
-                client = distributed.Client(address, timeout="20s", set_as_default=False)
+                client = distributed.Client(address, timeout=CONNECT_TIMEOUT,
+                                            set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise LawkitError(f"--dask {address}: cannot reach the scheduler: "
                                   f"{str(exc).splitlines()[0] if str(exc) else exc!r}"
@@ -437,6 +442,11 @@ def merge(a: Any, b: Any) -> Any:
     if isinstance(a, solve.ResidualPass):
         return solve.merge(a, b)
     return a.merge(b)
+
+
+def merge_all(*results: Any) -> Any:
+    """The merge of results in order, left to right."""
+    return functools.reduce(merge, results)
 
 
 # -- the task functions (pure: arguments and file bytes in, a small value out) -------------------
@@ -804,15 +814,15 @@ class DaskRunner:
         return replies
 
     def _reduce(self, futures: list[Any], name: str) -> Any:
-        """The pairwise merge of the futures' results, in order, as a tree of tasks."""
+        """The merge of the futures' results, in order, as a tree of tasks of `_FAN_IN` each
+        (fewer, larger merges than pairs: the merges are cheap, Dask's per-task cost is not)."""
         level, depth = futures, 0
         while len(level) > 1:
-            merged = [self.client.submit(merge, level[j], level[j + 1],
-                                         key=self._key(f"merge-{name}", depth, j // 2))
-                      for j in range(0, len(level) - 1, 2)]
-            if len(level) % 2:
-                merged.append(level[-1])
-            level, depth = merged, depth + 1
+            level = [self.client.submit(merge_all, *level[j:j + _FAN_IN],
+                                        key=self._key(f"merge-{name}", depth, j // _FAN_IN))
+                     if len(level[j:j + _FAN_IN]) > 1 else level[j]
+                     for j in range(0, len(level), _FAN_IN)]
+            depth += 1
         return level[0]
 
 
@@ -834,6 +844,7 @@ __all__ = [
     "connect",
     "local_workers",
     "merge",
+    "merge_all",
     "plan_parts",
     "read_part",
     "row_groups",
