@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 
@@ -167,33 +167,13 @@ def _line_start(text: str, index: int) -> int:
     return max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
 
 
-try:
-    _SafeLoader: type = yaml.CSafeLoader
-except AttributeError:  # PyYAML built without libyaml
-    _SafeLoader = yaml.SafeLoader
-
-
-class _RereadLoader(_SafeLoader):  # type: ignore[misc]
-    """The safe loader with tag resolution memoised: a rekey re-reads every file it edits and
-    most scalars repeat across law files, so the regex matching resolution does is the hot spot.
-    """
-
-    _tags: ClassVar[dict[tuple[Any, str | None, Any], str]] = {}
-
-    def resolve(self, kind: Any, value: str | None, implicit: Any) -> str:
-        if self.yaml_path_resolvers or value is None or len(value) > 64:
-            return str(super().resolve(kind, value, implicit))
-        memo = (kind, value, implicit)
-        tag = self._tags.get(memo)
-        if tag is None:
-            tag = self._tags[memo] = str(super().resolve(kind, value, implicit))
-        return tag
+_SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the loader lawfile uses
 
 
 def reread(text: str, shown: str) -> yaml.Node:
     """The node tree of an edited text (what `reads_as_intended` compares)."""
     try:
-        root = yaml.compose(text, Loader=_RereadLoader)
+        root = yaml.compose(text, Loader=_SafeLoader)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RefusalError(f"the edited file would not read back as YAML ({problem}): edit it by "
