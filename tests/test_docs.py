@@ -10,6 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 REGENERATE = ("regenerate it with: .venv/bin/python scripts/cli_reference.py "
@@ -126,3 +128,14 @@ def test_the_installed_package_holds_every_module_the_readme_installs() -> None:
     assert folders <= listed, (f"pyproject.toml [tool.setuptools] packages lacks "
                                f"{sorted(folders - listed)}: a non-editable install would not "
                                "have them")
+
+
+def test_the_readme_yaml_and_toml_examples_parse() -> None:
+    readme = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```(yaml|toml)\n(.*?)^```", readme, flags=re.MULTILINE | re.DOTALL)
+    assert blocks
+    for kind, body in blocks:
+        if kind == "yaml":
+            yaml.safe_load(body)
+        else:
+            tomllib.loads(body)

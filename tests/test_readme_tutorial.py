@@ -10,7 +10,8 @@ The convention, for whoever edits README.md:
 - All the console blocks of one `## ` section run in one bash session, in order, so `cd` and
   shell variables carry from one command to the next. Each section starts afresh, at the root
   of a temporary copy of the repository (its `examples/`, `laws/` and `pyproject.toml`, and a
-  `.venv/bin/activate` that puts this Python's scripts first on PATH), with `$TMPDIR` inside
+  `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts this Python's scripts
+  first on PATH; they come first on PATH from the start too), with `$TMPDIR` inside
   the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
 - A command must exit 0, unless its line ends with a comment `# exit N`: then it must exit N.
 - The output must match line for line (trailing spaces and trailing blank lines ignored);
@@ -132,6 +133,9 @@ def _workspace(tmp_path: Path) -> Path:
     bin_dir.mkdir(parents=True)
     scripts = Path(sys.executable).parent
     (bin_dir / "activate").write_text(f'export PATH="{scripts}:$PATH"\n', encoding="utf-8")
+    (bin_dir / "python").symlink_to(sys.executable)
+    if (scripts / "lawkit").exists():
+        (bin_dir / "lawkit").symlink_to(scripts / "lawkit")
     return copy
 
 
