@@ -100,7 +100,8 @@ class CheckReport:
     def to_json(self) -> dict[str, Any]:
         """The report as the one JSON document `check --format json` prints."""
         return {"key": self.key, "digest": self.digest, "files": len(self.files), "ok": self.ok,
-                "problems": [asdict(p) for p in self.problems], "fix": self.fix_line()}
+                "problems": [asdict(p) for p in self.problems],
+                "fix": (self.fix_line() or "").removeprefix("fix: ") or None}
 
     def json_text(self) -> str:
         """`to_json` serialised."""

@@ -151,7 +151,7 @@ def test_check_json_is_one_document_with_the_digest_files_and_problems(tmp_path:
     assert doc["problems"][0] == {
         "path": "laws/cell00000.yaml", "line": 6, "kind": "stale",
         "message": f"names {OLD}, the engine is at 8927e824", "fix": 'lawkit rekey --why "..."'}
-    assert doc["fix"] == 'fix: lawkit rekey --why "..."'
+    assert doc["fix"] == 'lawkit rekey --why "..."'
 
 
 def test_check_json_says_ok_when_all_is_good(tmp_path: Path) -> None:
