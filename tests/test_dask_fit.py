@@ -255,15 +255,18 @@ def test_a_worker_killed_mid_fit_is_replaced_and_its_tasks_rerun_to_the_same_fit
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
         with distributed.Client(cluster, set_as_default=False) as client:
+            before = set(client.scheduler_info()["workers"])
             client.register_plugin(KillOnce(str(marker)), name="kill-once")
             try:
                 remote = fit_laws(request(captures, dask=cluster), ws)
             finally:
                 client.unregister_worker_plugin("kill-once")
             client.wait_for_workers(2, timeout=30)
+            after = set(client.scheduler_info()["workers"])
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    assert marker.exists()  # a worker did die
+    assert marker.exists()
+    assert len(before - after) == 1  # a worker died mid-fit and its nanny started another
     assert_same_report(local, remote)
 
 
