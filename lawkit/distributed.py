@@ -3,7 +3,7 @@
 DESIGN.md section 10: a fit is a fold of chunks into small mergeable states, so it runs on an
 existing engine as a reduction; this module is that adapter, not a second fitting code. It
 does not schedule anything itself: tasks go to `distributed.Client.submit`, partial results
-merge pairwise in a tree of tasks, and Dask moves, retries and frees them.
+merge in a tree of tasks (up to 8 results a merge), and Dask moves, retries and frees them.
 
 Tasks. Each capture file is one task; a Parquet file of more than `ROWS_PER_TASK` rows in
 several row groups is one task per run of row groups of about that many rows (`Part`). CSV,
@@ -12,7 +12,9 @@ whole. A task gets the path, never the data: workers read the files themselves (
 `fit.STREAM_ROWS` rows, so a worker's memory does not grow with the file), which is why they
 need lawkit installed and read access to the capture paths as the client names them.
 
-Passes (each one reads every task's rows once and returns one small state per task):
+Passes (each one reads every task's rows once and returns one small state per task); besides
+them, a task per Parquet file reads its footer (the plan) and a task per file its sha256 (the
+provenance):
 
 1. scan: the selection and digest columns → `fit.Scan` (row counts, `--by` groups, digests);
 2. fold: per law, the R factor of its rows (`solve.PartialFit`: (p+1)² floats, counts, the
@@ -39,9 +41,10 @@ passes, whatever the row count), then a weighted fold. ``robust`` is refused: it
 draws a random subsample and concentrates candidates on the h smallest residuals of all rows,
 which does not fold; fit those laws without ``--dask``.
 
-Retries. A task is a pure function of its arguments and the file's bytes, and returns its
-errors as values (the first in file order is raised), so a task that was running on a worker
-that died is run again elsewhere with the same result; Dask does that by itself, up to
+Retries. A task is a pure function of its arguments and the file's bytes (its arguments are
+sent with it, not scattered, so nothing is lost with a worker), and returns a `LawkitError` as
+a value (the first in file order is raised), so a task that was running on a worker that died
+is run again elsewhere with the same result; Dask does that by itself, up to
 ``distributed.scheduler.allowed-failures`` times per task.
 
 Row-group tasks read through `captures.chunk_from_columns`, which reports a NaN in a number

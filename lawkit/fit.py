@@ -2,7 +2,8 @@
 
 `fit_laws(request, ws)` reads the captures and fits every law; `write_fit(report, ws)` writes
 the law file (`lawkit.lawmerge` does the text edits of an existing one); `run_fit` does both.
-Nothing is written unless every law fitted.
+Nothing is written unless every law fitted. With `request.dask`, the same passes run on a Dask
+cluster (`lawkit.distributed`, a `Runner`) and give the same report.
 
 A law to fit is a `LawSpec`: name, target, terms, the `where` mapping and `filter` expression
 that select its rows, the method and an optional weight column. With `--formula`, each formula
