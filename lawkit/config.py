@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lawkit.errors import ConfigError
+from lawkit.errors import ConfigError, printable
 
 _TOP_KEYS = {"laws", "digest"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
@@ -38,12 +38,13 @@ class Workspace:
     digest: DigestConfig
 
     def rel(self, path: Path | str) -> str:
-        """A path as shown to the user: relative to the workspace root where it lies inside it."""
+        """A path as shown to the user: relative to the workspace root where it lies inside it,
+        on one printable line (a file name may hold line breaks or undecodable bytes)."""
         absolute = Path(os.path.abspath(path))
         try:
-            return absolute.relative_to(self.root).as_posix()
+            return printable(absolute.relative_to(self.root).as_posix())
         except ValueError:
-            return str(path)
+            return printable(str(path))
 
 
 def find_config(start: Path) -> Path | None:

@@ -9,9 +9,43 @@
     └── GitError         git is missing, too old, or a revision does not resolve
 
 A bug is never a LawkitError: it surfaces as a traceback.
+
+A message is one line whatever it quotes: a file, column or law name may hold line breaks,
+other control characters or undecodable bytes, so those are escaped (`\\n`, `\\x1b`,
+`\\udcff`), and a message longer than `MAX_MESSAGE` characters is cut in the middle.
 """
 
 from __future__ import annotations
+
+import unicodedata
+
+MAX_MESSAGE = 2000
+"""The longest message, in characters: past it the middle is replaced by ` [...] `."""
+_KEEP_TAIL = 400  # the end of a message often says where ("... at character 80123")
+
+
+def printable(text: str) -> str:
+    """`text` with line breaks, control characters and lone surrogates escaped (tabs kept):
+    safe to print on one line of any terminal, in any encoding's strict mode."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(c) for c in text)
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line (see `printable`), cut in the middle past `MAX_MESSAGE`
+    characters."""
+    text = printable(text)
+    if len(text) > MAX_MESSAGE:
+        head = MAX_MESSAGE - _KEEP_TAIL - len(" [...] ")
+        text = f"{text[:head]} [...] {text[-_KEEP_TAIL:]}"
+    return text
+
+
+def _escaped(char: str) -> str:
+    if char != "\t" and unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp"):
+        return char.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return char
 
 
 class LawkitError(Exception):
@@ -20,6 +54,8 @@ class LawkitError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        message = one_line(message)
+        path = one_line(path) if path is not None else None
         self.path = path
         self.line = line
         self.detail = message

@@ -28,6 +28,7 @@ def digest(
     def body() -> int:
         from lawkit import digest as lib
         from lawkit.config import load_workspace
+        from lawkit.errors import printable
 
         ws = load_workspace(config=config, engine=engine)
         report = lib.digest_report(ws, rev=rev, explain=explain)
@@ -35,12 +36,13 @@ def digest(
             print_json(report.to_json(manifest=manifest))
             return 0
         typer.echo(report.digest)
+        # printable: an engine file name may hold a line break or undecodable bytes
         if manifest:
             for line in report.manifest.lines():
-                typer.echo(line)
+                typer.echo(printable(line))
         if explain:
             for line in report.explanation_lines():
-                typer.echo(line)
+                typer.echo(printable(line))
         return 0
 
     run(body)
