@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -30,6 +33,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 SCHEMA = "lawkit/1"
+MAX_BYTES = 1 << 20
+"""The largest law file lawkit reads (1 MiB). Law files are small (the bundled ones are about
+3 KB, a law about 750 bytes): a bigger file is refused before it is read, so that a runaway or
+hostile one cannot cost CI minutes or gigabytes (issue 7). `yamlsafe.MAX_NODES` bounds what
+fits in it."""
 Scalar = str | bool | int | float
 _COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
 _TERM = re.compile(rf"1\Z|{_COLUMN}(:{_COLUMN})*\Z")
@@ -251,19 +259,55 @@ def body_hash(laws: list[Law]) -> str:
 def load(path: str | Path, *, key: str = "atom", shown_as: str | None = None) -> LawFile:
     """Read and validate a law file; a LawFileError with file and line for anything wrong."""
     shown = shown_as or str(path)
-    p = Path(path)
-    if p.is_symlink() or not p.is_file():
-        what = "a symlink" if p.is_symlink() else "a folder" if p.is_dir() else "missing"
-        raise LawFileError(f"not a regular file ({what}): law files are plain files", path=shown)
+    return parse(read_bytes(path, shown), shown, key=key)
+
+
+def read_bytes(path: str | Path, shown: str) -> bytes:
+    """The bytes of a law file: a regular file (never a symlink followed, a folder or a FIFO)
+    of at most `MAX_BYTES`; a LawFileError otherwise."""
     try:
-        raw = p.read_bytes()
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise _not_regular("a symlink", shown) from None
+        what = "no such file" if exc.errno == errno.ENOENT else exc.strerror
+        raise LawFileError(f"cannot read: {what}", path=shown) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
+                               if stat.S_ISFIFO(st.st_mode) else "a special file", shown)
+        _check_size(st.st_size, shown)
+        parts, size = [], 0
+        while size <= MAX_BYTES and (part := os.read(fd, MAX_BYTES + 1 - size)):
+            parts.append(part)
+            size += len(part)
     except OSError as exc:
         raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
-    return parse(raw, shown, key=key)
+    finally:
+        os.close(fd)
+    raw = b"".join(parts)
+    _check_size(len(raw), shown)
+    return raw
+
+
+# O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO cannot hang the read.
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def _not_regular(what: str, shown: str) -> LawFileError:
+    return LawFileError(f"not a regular file ({what}): law files are plain files", path=shown)
+
+
+def _check_size(size: int, shown: str) -> None:
+    if size > MAX_BYTES:
+        raise LawFileError(f"larger than {MAX_BYTES >> 20} MiB, the most a law file may be: law "
+                           "files are small; split the laws over several files", path=shown)
 
 
 def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
     """Validate the bytes of a law file (see `load`)."""
+    _check_size(len(raw), shown)
     text = yamlsafe.decode(raw, shown)
     document = yamlsafe.load(text, shown)
     data = document.data
@@ -271,7 +315,7 @@ def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
         raise LawFileError("expected a mapping with 'schema: lawkit/1' at the top", path=shown,
                            line=1)
     if data.get("schema") != SCHEMA:
-        raise LawFileError(f"schema: expected '{SCHEMA}', got {data.get('schema')!r}",
+        raise LawFileError(f"schema: expected '{SCHEMA}', got {_clipped(data.get('schema'))}",
                            path=shown, line=document.line(("schema",)))
     _require_quoted_digests(document, shown, key)
     try:
@@ -302,6 +346,10 @@ def _require_quoted_digests(document: yamlsafe.Document, shown: str, key: str) -
                 raise LawFileError(f"host.key.{key}: missing: the digest the laws price goes "
                                    "here", path=shown, line=document.line(path))
             continue
+        if not isinstance(node, yaml.ScalarNode):
+            what = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
+            raise LawFileError(f"{_dotted(path)}: expected a quoted string, got {what}",
+                               path=shown, line=node.start_mark.line + 1)
         if not yamlsafe.is_quoted(node):
             raise LawFileError(f"{_dotted(path)}: expected a quoted string, got {node.value} "
                                f"({_plain_kind(node)}): write it as \"{node.value}\"",
@@ -336,5 +384,11 @@ def _explain(exc: ValidationError, document: yamlsafe.Document, shown: str) -> L
     else:
         got = error.get("input")
         message = (f"{where}: {error['msg'].replace('Input should be', 'expected')}, got "
-                   f"{got!r} ({type(got).__name__})")
+                   f"{_clipped(got)} ({type(got).__name__})")
     return LawFileError(message, path=shown, line=document.line(loc))
+
+
+def _clipped(value: Any) -> str:
+    """`repr(value)`, cut to a length a message can quote."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:76] + " ..."

@@ -15,7 +15,6 @@ import datetime
 import difflib
 import os
 import re
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from lawkit import fsio, lawfile, textedit
 from lawkit.check import integrity_problems, law_paths, map_in_workers
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
-from lawkit.errors import LawFileError, LawkitError, RefusalError
+from lawkit.errors import LawkitError, RefusalError
 from lawkit.lawwrite import provenance_entry
 
 LOCK_WAIT_S = 5.0
@@ -269,16 +268,7 @@ def _adopt_edit(raw: bytes, law_file: lawfile.LawFile, key: str, at: str, why: s
 
 
 def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
-    try:
-        mode = os.lstat(path).st_mode
-        if not stat.S_ISREG(mode):
-            what = "a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) \
-                else "a special file"
-            raise LawFileError(f"not a regular file ({what}): law files are plain files",
-                               path=shown)
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
+    raw = lawfile.read_bytes(path, shown)
     return raw, lawfile.parse(raw, shown, key=key)
 
 
