@@ -115,7 +115,10 @@ class _Parser:
 
     def fail(self, message: str, at: int | None = None, hint: str = "") -> None:
         where = f" at character {at + 1}" if at is not None else ""
-        raise FitError(f"formula {self.text!r}: {message}{where}{hint}")
+        quoted = repr(self.text)
+        if len(quoted) > 200:
+            quoted = f"{quoted[:196]} ..."
+        raise FitError(f"formula {quoted}: {message}{where}{hint}")
 
     def peek(self) -> tuple[str, str, int] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None

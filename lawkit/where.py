@@ -43,6 +43,8 @@ Scalar = Union[str, bool, int, float]  # noqa: UP007  (a runtime alias; keeps 3.
 WhereMapping = dict[str, Scalar | list[Scalar]]
 
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
+MAX_NESTING = 100
+"""The deepest nesting of parentheses and `not` (the parser recurses: issue 7)."""
 _COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
 _TOKEN = re.compile(r"""
     \s*(?:
@@ -95,7 +97,7 @@ class Expr:
         try:
             selected = self._eval(data, {})
         except _EvalError as exc:
-            raise FitError(f"where {str(self)!r}: {exc}") from None
+            raise FitError(f"where {_quoted(str(self))}: {exc}") from None
         n = _length(data) if size is None else size
         return np.broadcast_to(np.asarray(selected, dtype=bool), (n,)).copy()
 
@@ -164,7 +166,9 @@ class Compare(Expr):
         _check_kinds(self.op, left, right)
         ops = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
                ">": operator.gt, ">=": operator.ge}
-        return ops[self.op](left.values, right.values)
+        if self.op in ("==", "!="):
+            return ops[self.op](left.values, right.values)
+        return _ordered(ops[self.op], left, right)
 
 
 @dataclass(eq=False)
@@ -370,6 +374,26 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def _ordered(op: Any, left: _Operand, right: _Operand) -> Any:
+    """`left op right` for <, <=, >, >=: in a column of Python objects, a row holding a missing
+    value (None, NaN) or one of another kind is not selected (Python would raise TypeError)."""
+    import numpy as np
+
+    loose = [side.values for side in (left, right)
+             if isinstance(side.values, np.ndarray) and side.values.dtype.kind == "O"]
+    if not loose:
+        return op(left.values, right.values)
+    wanted = (str,) if left.kind == "string" else (int, float, np.integer, np.floating)
+    ok = np.ones(len(loose[0]), dtype=bool)
+    for values in loose:
+        ok &= np.fromiter((isinstance(v, wanted) and not isinstance(v, (bool, np.bool_))
+                           for v in values), dtype=bool, count=len(values))
+    out = np.zeros(len(ok), dtype=bool)
+    out[ok] = op(*(side.values[ok] if isinstance(side.values, np.ndarray) else side.values
+                   for side in (left, right)))
+    return out
+
+
 def _operand(node: Column | Literal, data: Any, cache: dict[str, Any]) -> _Operand:
     if isinstance(node, Column):
         return _column(node.name, data, cache)
@@ -431,10 +455,11 @@ class _Parser:
         self.text = text
         self.tokens = list(self._tokenize(text))
         self.i = 0
+        self.depth = 0
 
     def fail(self, message: str, at: int | None) -> FitError:
         where = f" at character {at + 1}" if at is not None else ""
-        return FitError(f"where {self.text.strip()!r}: {message}{where}")
+        return FitError(f"where {_quoted(self.text.strip())}: {message}{where}")
 
     def _tokenize(self, text: str) -> Sequence[tuple[str, str, int]]:
         tokens: list[tuple[str, str, int]] = []
@@ -504,6 +529,19 @@ class _Parser:
         return And(flat)
 
     def not_expr(self) -> Expr:
+        token = self.peek()
+        if token is None or token[:2] not in (("keyword", "not"), ("op", "(")):
+            return self.test()
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.fail(f"nested deeper than {MAX_NESTING} levels of 'not' and "
+                            "parentheses", token[2])
+        try:
+            return self.nested()
+        finally:
+            self.depth -= 1
+
+    def nested(self) -> Expr:
         if self.at("keyword", "not"):
             self.i += 1
             return Not(self.not_expr())
@@ -514,7 +552,7 @@ class _Parser:
             if token[1] != ")":
                 raise self.fail(f"expected ')', got {token[1]!r}", token[2])
             return expr
-        return self.test()
+        raise AssertionError("not_expr calls nested only before 'not' or '('")
 
     def test(self) -> Expr:
         left = self.operand()
@@ -568,9 +606,9 @@ class _Parser:
             nkind, nvalue, nat = self.take("a number after '-'")
             if nkind != "number":
                 raise self.fail(f"expected a number after '-', got {nvalue!r}", nat)
-            return Literal(-_number(nvalue))
+            return Literal(-self.number(nvalue, nat))
         if kind == "number":
-            return Literal(_number(value))
+            return Literal(self.number(value, at))
         if kind == "name":
             return Column(value)
         if kind == "backtick":
@@ -583,11 +621,19 @@ class _Parser:
             return Literal(value == "true")
         raise self.fail(f"expected a column, number or string, got {value!r}", at)
 
+    def number(self, text: str, at: int) -> int | float:
+        if not re.fullmatch(r"[0-9]+", text):
+            return float(text)
+        try:
+            return int(text)
+        except ValueError:  # past sys.get_int_max_str_digits()
+            raise self.fail(f"a number of {len(text)} digits is too long", at) from None
 
-def _number(text: str) -> int | float:
-    if re.fullmatch(r"[0-9]+", text):
-        return int(text)
-    return float(text)
+
+def _quoted(text: str) -> str:
+    """`repr(text)`, cut to a length a message can quote."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= 200 else f"{quoted[:196]} ..."
 
 
 def _unescape(token: str, parser: _Parser, at: int) -> str:
