@@ -24,8 +24,8 @@ scheduler, nannies) 325 MiB, each worker 319 MiB, the tree 761 MiB at its peak. 
 equal to the last printed digit. Of the dask run, about 8 s are the cluster's own: start-up
 3.8 s, the workers' first imports (the plan round) 2.1 s, the scan 0.8 s, shut-down 1.0 s; the
 fold pass took 7.4 s and the residual pass 11.7 s on the two workers, with the provenance
-hashes interleaved. With the nannies' default MALLOC_TRIM_THRESHOLD_ (before lawkit unset it)
-the same run took 81 s.
+hashes interleaved. An earlier run with the nannies' default MALLOC_TRIM_THRESHOLD_ (load 5)
+took 81 s; in isolation, that setting alone made a worker's residual pass 2x slower.
 """
 
 from __future__ import annotations
