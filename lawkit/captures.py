@@ -24,10 +24,17 @@ Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`
 Memory: Parquet streams by row batches (and, read whole, fills arrays of the file's length
 batch by batch); CSV streams by blocks; a JSON Lines file is parsed whole and then cut into
 chunks, so keep tall capture sets in Parquet or CSV.
+
+Bounds (issue 7): a CSV header line is at most `MAX_HEADER_BYTES`, a JSON Lines record at most
+`MAX_JSON_LINE_BYTES` (both far above any capture's); a longer one is refused before it costs
+seconds and gigabytes of column builders. A JSON Lines file is scanned before pyarrow reads it:
+a line that is not an object (`null`, `[...]`) goes to the line-by-line reader, which names it,
+because pyarrow 26 crashes (SIGSEGV) on a line that is just `null` (apache/arrow#47409).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import glob
 import gzip
@@ -57,6 +64,11 @@ KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, each optionally .gz"
 METADATA_PREFIX = "lawkit."
 _GLOB_CHARS = set("*?[")
 _BLOCK_BYTES = 16 << 20
+MAX_HEADER_BYTES = 1 << 20
+"""The longest CSV header line read: 1 MiB, some 100,000 column names."""
+MAX_JSON_LINE_BYTES = 256 << 10
+"""The longest JSON Lines record read: 256 KiB, some 20,000 keys (pyarrow's type inference
+costs seconds and hundreds of MB past that)."""
 
 
 @dataclass(frozen=True)
@@ -516,13 +528,18 @@ class _CsvReader(_Reader):
 
     def _header(self) -> list[str]:
         with _open_text(self.capture) as f:
-            try:
-                first = next(csv.reader(f))
-            except StopIteration:
-                raise self.fail("empty file: expected a header line naming the columns") \
-                    from None
-            except csv.Error as exc:
-                raise self.fail(f"cannot read the header: {exc}") from None
+            head = f.read(MAX_HEADER_BYTES + 1)
+        text = io.StringIO(head, newline="")
+        try:
+            first = next(csv.reader(text))
+        except StopIteration:
+            raise self.fail("empty file: expected a header line naming the columns") from None
+        except csv.Error as exc:
+            raise self.fail(f"cannot read the header: {exc}") from None
+        if len(head) > MAX_HEADER_BYTES and text.tell() == len(head):
+            raise self.fail(f"the header line is longer than {MAX_HEADER_BYTES >> 20} MiB: a "
+                            "capture file names its columns on its first line (is this a CSV "
+                            "capture file?)")
         if first and first[0].startswith("\ufeff"):
             first[0] = first[0][1:]
         return first
@@ -581,10 +598,13 @@ class _JsonReader(_Reader):
         read = pjson.ReadOptions(block_size=_BLOCK_BYTES)
         source = (pa.input_stream(str(self.capture.path), compression="gzip")
                   if self.capture.compressed else str(self.capture.path))
-        try:
-            table = pjson.read_json(source, read_options=read, parse_options=parse)
-        except pa.ArrowInvalid:
+        if not self._objects_only():
             table = self._python_table()
+        else:
+            try:
+                table = pjson.read_json(source, read_options=read, parse_options=parse)
+            except pa.ArrowInvalid:
+                table = self._python_table()
         names = [n for n in table.schema.names
                  if n not in self.spec.numbers or table.column(n).null_count < table.num_rows]
         self.check_columns(names if table.num_rows else table.schema.names)
@@ -593,6 +613,42 @@ class _JsonReader(_Reader):
             yield _single_batch(table)
         else:
             yield from table.to_batches(max_chunksize=self.chunk_rows)
+
+    def _objects_only(self) -> bool:
+        """Whether every line of the file is blank or starts an object (`{`), so that pyarrow
+        may read it; a line longer than MAX_JSON_LINE_BYTES or an empty file is an error.
+
+        One pass over the bytes at C speed (translate, replace, count, rfind): pyarrow treats
+        \\r, \\n and \\r\\n as line breaks, and so does this.
+        """
+        starts_ok = True
+        content = False
+        carry = b"\n"  # the start of the file is the start of a line
+        with _open_binary(self.capture) as f:
+            while block := f.read(_BLOCK_BYTES):
+                if carry == b"\n" and not content:
+                    block = block.removeprefix(codecs.BOM_UTF8)
+                text = carry + block.translate(_CR_TO_LF, b" \t")
+                content = content or bool(text.strip(b"\n"))
+                at = 0
+                while len(text) - at > MAX_JSON_LINE_BYTES:
+                    at = text.rfind(b"\n", at, at + MAX_JSON_LINE_BYTES + 1) + 1
+                    if at == 0:
+                        raise self.fail(f"a line longer than {MAX_JSON_LINE_BYTES >> 10} KiB: a "
+                                        "JSON Lines capture holds one record per line (is this "
+                                        "a capture file?)")
+                while b"\n\n" in text:
+                    text = text.replace(b"\n\n", b"\n")
+                if text.count(b"\n") != text.count(b"\n{") + text.endswith(b"\n"):
+                    starts_ok = False
+                carry = text[text.rfind(b"\n"):] if b"\n" in text else text
+                if len(carry) > MAX_JSON_LINE_BYTES + 1:
+                    raise self.fail(f"a line longer than {MAX_JSON_LINE_BYTES >> 10} KiB: a "
+                                    "JSON Lines capture holds one record per line (is this a "
+                                    "capture file?)")
+        if not content:
+            raise self.fail("empty file: expected one JSON object per line")
+        return starts_ok
 
     def _python_table(self) -> Any:
         """Parse line by line (exact floats), to name the line pyarrow would not read."""
@@ -606,6 +662,8 @@ class _JsonReader(_Reader):
         row = 0
         with _open_text(self.capture) as f:
             for line_no, line in enumerate(f, start=1):
+                if line_no == 1:
+                    line = line.removeprefix("\ufeff")
                 if not line.strip():
                     continue
                 row += 1
@@ -861,6 +919,18 @@ def _open_text(capture: Capture) -> IO[str]:
         return capture.path.open("r", encoding="utf-8", newline="")
     except OSError as exc:
         raise CaptureError(f"cannot read: {exc.strerror}", path=capture.shown) from None
+
+
+def _open_binary(capture: Capture) -> IO[bytes]:
+    try:
+        if capture.compressed:
+            return gzip.GzipFile(capture.path, "rb")  # type: ignore[return-value]
+        return capture.path.open("rb")
+    except OSError as exc:
+        raise CaptureError(f"cannot read: {exc.strerror}", path=capture.shown) from None
+
+
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
 
 
 def _gunzip(capture: Capture) -> bytes:
