@@ -3,7 +3,8 @@
 A write goes to a hidden temp file in the target's folder, is fsynced, then renamed over the
 target (POSIX rename is atomic), so an interrupted run leaves every file old or new. Temp files
 an interrupted run left behind are removed by the next run, under the same advisory lock that
-keeps two runs from interleaving.
+keeps two runs from interleaving: a `flock` on the folder itself, so no lock file appears in
+the user's repository.
 """
 
 from __future__ import annotations
@@ -21,23 +22,22 @@ from pathlib import Path
 from lawkit.errors import RefusalError
 
 TEMP_PREFIX = ".lawkit-tmp-"
-LOCK_NAME = ".lawkit.lock"
 
 
 @contextlib.contextmanager
 def locked(folder: Path, *, timeout: float | None = None, shown: str | None = None,
            ) -> Iterator[None]:
-    """Hold an exclusive advisory lock on `folder` (a hidden lock file, created once).
+    """Hold an exclusive advisory lock (`flock`) on `folder` itself.
 
     With `timeout`, wait at most that many seconds for another run to let go, then raise
     RefusalError (`shown` names the folder in the message).
     """
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        raise RefusalError(f"cannot create the lock file: {exc.strerror}",
-                           path=str(folder / LOCK_NAME)) from None
+        raise RefusalError(f"cannot open the folder to lock it: {exc.strerror}",
+                           path=shown or str(folder)) from None
     try:
         if timeout is None:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -57,8 +57,8 @@ def _wait_for_lock(fd: int, timeout: float, shown: str) -> None:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 raise RefusalError(f"another lawkit run is writing these law files (it holds "
-                                   f"{LOCK_NAME}; waited {timeout:g} s): let it finish, then "
-                                   "run again; nothing was written", path=shown) from None
+                                   f"the folder's lock; waited {timeout:g} s): let it finish, "
+                                   "then run again; nothing was written", path=shown) from None
             time.sleep(0.05)
 
 

@@ -60,9 +60,9 @@ def _rekey(tmp_path: Path, **kwargs: object) -> object:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file below `folder` but the lock file (created once, never written)."""
+    """Every file below `folder`."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != fsio.LOCK_NAME}
+            if p.is_file()}
 
 
 def test_rekey_changes_only_the_key_line_and_adds_one_clause(tmp_path: Path) -> None:
@@ -346,7 +346,8 @@ def test_rekey_waits_for_another_run_then_exits_2_naming_the_lock(
     assert result.exit_code == 2, result.output
     assert result.stderr == (
         "lawkit: error: laws: another lawkit run is writing these law files (it holds "
-        ".lawkit.lock; waited 0.2 s): let it finish, then run again; nothing was written\n")
+        "the folder's lock; waited 0.2 s): let it finish, then run again; nothing was "
+        "written\n")
     assert (laws / "a.yaml").read_text() == SMALL
 
 
