@@ -52,12 +52,13 @@ def make_captures(folder: Path, files: int = FILES, rows: int = 1500, *, seed: i
         seqs = rng.integers(1, 257, n).astype(np.float64)
         context = 1e5 + rng.uniform(0.0, 8.0, n)
         model = rng.choice(["llama", "qwen", "phi"], n)
-        y = 2e-3 + 1.2e-4 * seqs + 3e-7 * context + 1e-9 * seqs * context
+        idle = rng.uniform(0.0, 1.0, n)
+        y = 2e-3 + 1.2e-4 * seqs + 3e-7 * context + 1e-9 * seqs * context - 2e-4 * idle
         y = y + np.where(model == "qwen", 5e-4, 0.0) + rng.normal(0.0, 1e-5, n)
         if outliers:
             hit = rng.random(n) < outliers
             y[hit] += rng.uniform(0.0, 0.05, int(hit.sum()))
-        table = pa.table({"num_seqs": seqs, "max_context": context, "model": model,
+        table = pa.table({"num_seqs": seqs, "max_context": context, "idle": idle, "model": model,
                           "host_s": np.abs(y), "w": rng.uniform(0.2, 3.0, n)})
         table = table.replace_schema_metadata({"lawkit.atom": DIGEST})
         pq.write_table(table, folder / f"run-{k:02d}.parquet", row_group_size=row_group or n)
@@ -106,6 +107,10 @@ def assert_same(local: Any, remote: Any, tol: float, where: str = "") -> None:
         for i, (a, b) in enumerate(zip(local, remote, strict=True)):
             assert_same(a, b, tol, f"{where}[{i}]")
     elif isinstance(local, float):
+        if where.endswith("fit.mape"):
+            # The fit's MAPE is taken in the last residual pass, before its correction of
+            # the coefficients moves the residuals by < 1e-10 of their norm (solve.refine).
+            tol = max(tol, 1e-10)
         assert math.isclose(local, remote, rel_tol=tol, abs_tol=0.0), (where, local, remote)
     else:
         assert local == remote, where
@@ -168,17 +173,17 @@ def test_the_fit_command_with_dask_prints_and_writes_what_the_local_command_does
 @pytest.mark.parametrize("method", ["huber", "nnls"])
 def test_huber_and_nnls_run_every_pass_on_the_cluster_and_give_the_local_fit(
         tmp_path: Path, cluster: str, method: str) -> None:
-    caps = make_captures(tmp_path / "caps", files=4, rows=600, outliers=0.05, seed=3)
-    # nnls: a term whose least-squares coefficient is negative is held at 0.
-    formula = "host_s ~ 1 + num_seqs + max_context" if method == "huber" else \
-        "host_s ~ num_seqs + max_context"
-    local, remote = fit_both(caps, cluster, formulas=[formula], method=method, weight="w")
+    caps = make_captures(tmp_path / "caps", files=4, rows=600, seed=3,
+                         outliers=0.05 if method == "huber" else 0.0)
+    # nnls: idle's least-squares coefficient is negative; it is held at 0 and the other two
+    # are refitted by one more fold.
+    local, remote = fit_both(caps, cluster, formulas=["host_s ~ 1 + num_seqs + idle"],
+                             method=method, weight="w")
     fitted = local.laws[0].law["fit"]
     if method == "huber":
         assert fitted["downweighted"] > 0 and fitted["scale"] > 0
     else:
-        assert "max_context" not in fitted["stderr"] or \
-            local.laws[0].law["terms"]["max_context"] >= 0
+        assert local.laws[0].law["terms"]["idle"] == 0.0 and "idle" not in fitted["stderr"]
     assert_same_report(local, remote, irls=method == "huber")
 
 
@@ -230,7 +235,7 @@ def test_csv_captures_are_one_task_per_file_and_give_the_local_fit(
 # -- retries --------------------------------------------------------------------------------
 
 
-class KillOnce(distributed.WorkerPlugin):  # type: ignore[misc]
+class KillOnce(distributed.WorkerPlugin):
     """Kills its worker process when the fold of task 10 or later starts there, once (the
     marker file says it happened): a worker lost mid-fit, with results in its memory."""
 
@@ -373,6 +378,28 @@ def test_merging_law_folds_is_associative_within_cond_eps(seed: int, sizes: list
         s = np.linalg.norm(left.state.r[:3, :3], axis=0)
         assert np.linalg.norm((bl - br) * s) <= 16 * cond * EPS * np.linalg.norm(bl * s)
     assert left.state.mean_y == pytest.approx(right.state.mean_y, rel=16 * EPS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(1, 60), min_size=3,
+                                                      max_size=3))
+def test_merging_residual_passes_is_associative_to_double_double(seed: int,
+                                                                  sizes: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+    coef = np.array([1.0, 2e-3, 3.0])
+    parts = []
+    scale = np.zeros(3)
+    for n in sizes:
+        x = np.column_stack([np.ones(n), rng.uniform(1e3, 1e3 + 1.0, n), rng.normal(0, 1, n)])
+        y = x @ coef + rng.normal(0, 1e-3, n)
+        parts.append(solve.residual_pass(None, coef, x, y))
+        scale += np.abs(x).T @ (np.abs(y) + np.abs(x) @ np.abs(coef))
+    a, b, c = parts
+    left = dask_fit.merge(dask_fit.merge(a, b), c)
+    right = dask_fit.merge(a, dask_fit.merge(b, c))
+    got, want = left.xtr_hi + left.xtr_lo, right.xtr_hi + right.xtr_lo
+    assert np.all(np.abs(got - want) <= 1e-28 * scale)
+    assert left.ssr == pytest.approx(right.ssr, rel=4 * EPS) and left.n == right.n
 
 
 def test_task_results_merge_in_order_and_keep_the_first_error() -> None:
