@@ -22,6 +22,10 @@ try:
 except AttributeError:  # PyYAML built without libyaml: slower, same results
     _Loader = yaml.SafeLoader
 
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+
 Path_ = tuple[str | int, ...]
 
 _STANDARD_TAGS = {
@@ -143,6 +147,9 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*at, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.ScalarNode):
+            fast = _fast_scalar(node)
+            if fast is not _SLOW:
+                return fast
             try:
                 value = self.scalars.construct_object(node, deep=True)
             except (yaml.constructor.ConstructorError, ValueError, OverflowError):
@@ -151,6 +158,29 @@ class _Builder:
                 return value.isoformat()
             return value
         raise self.fail(node, "unexpected YAML node")
+
+
+_SLOW = object()
+
+
+def _fast_scalar(node: yaml.ScalarNode) -> Any:
+    """The value of a str, int or float scalar where Python reads it as YAML 1.1 does, else _SLOW.
+
+    Python's int() and float() agree with YAML 1.1 on decimal digits, signs, '.', exponents and
+    '_'; they differ on leading zeros (octal to YAML 1.1), 0x/0o/0b, ':' (base 60) and .inf/.nan,
+    which go to PyYAML's constructor.
+    """
+    tag, value = node.tag, node.value
+    if tag == _STR:
+        return value
+    if tag == _INT:
+        digits = value.lstrip("+-")
+        if digits[:1] != "0" and ":" not in digits:
+            return int(value)
+    elif tag == _FLOAT and ":" not in value and "." in value and "inf" not in value.lower() \
+            and "nan" not in value.lower():
+        return float(value)
+    return _SLOW
 
 
 def is_quoted(node: yaml.Node) -> bool:

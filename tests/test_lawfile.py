@@ -116,3 +116,21 @@ def test_a_written_file_reads_back_to_the_same_model() -> None:
     assert loaded.host.laws[0].terms == {"1": 4e-05, "batch_size": 1.5e-05, "a:b": 1e-300}
     assert loaded.host.laws[0].fit == {"n": 3, "y": 1.0}
     assert yaml.safe_load(text)["host"]["laws"][0]["fit"] == {"n": 3, "y": 1.0}
+
+
+@pytest.mark.parametrize("plain", [
+    "1_000", "017", "0x1F", "-0", "0", "+5", "1.0e+10", "1_0.5", ".5", "-.inf", ".NaN", "1:30",
+    "190:20:30.15", "yes", "No", "~", "null", "1e10", "+1.5E-3", "0.", "-1_2.0_1", "y", "Off",
+    "a b", "0b101", "0o17", "-0x1f", "+0", "-0.0", "68ad8fc6", "00000123",
+])
+def test_plain_scalars_read_as_pyyaml_reads_them(plain: str) -> None:
+    from lawkit import yamlsafe
+
+    ours = yamlsafe.load(f"v: {plain}\n", "x").data["v"]
+    theirs = yaml.safe_load(f"v: {plain}\n")["v"]
+    assert type(ours) is type(theirs)
+    if isinstance(ours, float) and math.isnan(ours):
+        assert math.isnan(theirs)
+    else:
+        assert ours == theirs
+        assert str(ours) == str(theirs)  # the sign of -0.0 too
