@@ -57,6 +57,7 @@ import contextlib
 import functools
 import logging
 import math
+import os
 import uuid
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -90,7 +91,7 @@ ROWS_PER_TASK = 4 * STREAM_ROWS
 this many rows (whole row groups each)."""
 METHODS = ("ols", "huber", "nnls")
 INSTALL = "--dask needs dask.distributed: pip install 'lawkit[dask]'"
-UNSET_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 CONNECT_TIMEOUT = "20s"
 """How long to try to reach a scheduler before giving up."""
 _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
@@ -154,13 +155,25 @@ def connect(address: str) -> Iterator[Any]:
             # nannies' default MALLOC_TRIM_THRESHOLD_ also fixes glibc's mmap threshold at
             # 128 KiB, so that every block temporary of the residual pass is mmapped and
             # faulted in afresh: the pass ran twice as slow as in a plain process (measured).
-            with dask.config.set({UNSET_TRIM: None}):
+            # A nanny sets the workers' variables (OMP_NUM_THREADS=1, ...) in the environment
+            # of the process that starts them, this one: put it back on the way out.
+            stack.callback(_restore_environ, dict(os.environ),
+                           [*dask.config.get(PRE_SPAWN), "PYTHONHASHSEED"])
+            with dask.config.set({f"{PRE_SPAWN}.MALLOC_TRIM_THRESHOLD_": None}):
                 cluster = stack.enter_context(distributed.LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address=":0", silence_logs=logging.ERROR))
             client = distributed.Client(cluster, set_as_default=False)
         stack.enter_context(client)
         yield client
+
+
+def _restore_environ(saved: dict[str, str], names: Sequence[str]) -> None:
+    for name in names:
+        if name in saved:
+            os.environ[name] = saved[name]
+        else:
+            os.environ.pop(name, None)
 
 
 # -- tasks: which rows, read how -----------------------------------------------------------------

@@ -67,11 +67,16 @@ def make_captures(folder: Path, files: int = FILES, rows: int = 1500, *, seed: i
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A LocalCluster of two worker processes, one thread each, on loopback, for the module."""
+    """A LocalCluster of two worker processes, one thread each, on loopback, for the module;
+    the environment its nannies set for their workers (OMP_NUM_THREADS=1, ...) is put back
+    after it, for the tests that start processes of their own."""
+    saved = dict(os.environ)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=":0",
                                   silence_logs=logging.ERROR) as local:
         yield local.scheduler_address
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +173,37 @@ def test_the_fit_command_with_dask_prints_and_writes_what_the_local_command_does
     for entry in (a, b):
         entry["host"]["provenance"][-1]["fit"]["at"] = "-"
     assert_same(a, b, 1e-9)
+
+
+def test_local_starts_its_own_cluster_and_leaves_no_process_behind(tmp_path: Path) -> None:
+    import psutil
+
+    caps = make_captures(tmp_path / "caps", files=3, rows=300)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    environ = dict(os.environ)
+    args = ["fit", str(caps), "--formula", FORMULA, "--json"]
+    local = runner.invoke(app, [*args, "--out", "a.yaml"])
+    remote = runner.invoke(app, [*args, "--out", "a.yaml", "--dask", "local:1"])
+    assert remote.exit_code == 0, remote.output
+    # Python's multiprocessing resource tracker stays for the life of this process.
+    after = {p.pid for p in psutil.Process().children(recursive=True) if p.is_running()
+             and p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in
+             " ".join(p.cmdline())}
+    assert after <= before
+    assert dict(os.environ) == environ  # the nannies' settings for their workers undone
+    a, b = yaml.safe_load(local.output), yaml.safe_load(remote.output)
+    assert (a["written"], b["written"]) == (True, True)
+    assert_same(a["laws"], [{**law, "replaced": False} for law in b["laws"]], 1e-9)
+
+
+def test_a_local_fit_does_not_import_dask() -> None:
+    import subprocess
+
+    code = ("import sys, lawkit.fit, lawkit.cli.fit; "
+            "print([m for m in ('distributed', 'dask', 'lawkit.distributed') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("method", ["huber", "nnls"])
