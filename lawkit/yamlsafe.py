@@ -147,13 +147,16 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*at, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.ScalarNode):
-            fast = _fast_scalar(node)
-            if fast is not _SLOW:
-                return fast
+            # An explicit tag on an odd value (`!!int ""`, `!!float ""`, 5,000 digits) fails
+            # in int(), float() or PyYAML's constructor: ValueError, and IndexError for "".
             try:
+                fast = _fast_scalar(node)
+                if fast is not _SLOW:
+                    return fast
                 value = self.scalars.construct_object(node, deep=True)
-            except (yaml.constructor.ConstructorError, ValueError, OverflowError):
-                raise self.fail(node, f"cannot read the value {node.value!r}") from None
+            except (yaml.constructor.ConstructorError, ValueError, OverflowError, IndexError):
+                shown = node.value if len(node.value) <= 60 else f"{node.value[:57]}..."
+                raise self.fail(node, f"cannot read the value {shown!r}") from None
             if isinstance(value, datetime.date):
                 return value.isoformat()
             return value
