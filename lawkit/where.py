@@ -387,7 +387,7 @@ def _ordered(op: Any, left: _Operand, right: _Operand) -> Any:
     ok = np.ones(len(loose[0]), dtype=bool)
     for values in loose:
         ok &= np.fromiter((isinstance(v, wanted) and not isinstance(v, (bool, np.bool_))
-                           for v in values), dtype=bool, count=len(values))
+                           and v == v for v in values), dtype=bool, count=len(values))  # NaN
     out = np.zeros(len(ok), dtype=bool)
     out[ok] = op(*(side.values[ok] if isinstance(side.values, np.ndarray) else side.values
                    for side in (left, right)))
