@@ -11,8 +11,9 @@
 A bug is never a LawkitError: it surfaces as a traceback.
 
 A message is one line whatever it quotes: a file, column or law name may hold line breaks,
-other control characters or undecodable bytes, so those are escaped (`\\n`, `\\x1b`,
-`\\udcff`), and a message longer than `MAX_MESSAGE` characters is cut in the middle.
+other control characters, invisible format characters (a right-to-left override) or undecodable
+bytes, so those are escaped (`\\n`, `\\x1b`, `\\u202e`, `\\udcff`), and a message longer than
+`MAX_MESSAGE` characters is cut in the middle.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ _KEEP_TAIL = 400  # the end of a message often says where ("... at character 801
 
 
 def printable(text: str) -> str:
-    """`text` with line breaks, control characters and lone surrogates escaped (tabs kept):
-    safe to print on one line of any terminal, in any encoding's strict mode."""
+    """`text` with line breaks, control and format characters and lone surrogates escaped (tabs
+    kept): safe to print on one line of any terminal, in any encoding's strict mode."""
     if text.isprintable():
         return text
     return "".join(_escaped(c) for c in text)
@@ -43,7 +44,7 @@ def one_line(text: str) -> str:
 
 
 def _escaped(char: str) -> str:
-    if char != "\t" and unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp"):
+    if char != "\t" and unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
         return char.encode("unicode_escape", "backslashreplace").decode("ascii")
     return char
 
