@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -92,7 +93,10 @@ def _drain(stream: IO[bytes] | None, name: str, into: dict[str, bytes]) -> None:
 
 
 def assert_one_line(message: str) -> None:
-    """A LawkitError message: one printable line of bounded length."""
+    """A LawkitError message: one line of bounded length, with no control or format character
+    nor lone surrogate (errors.printable escapes them)."""
     assert len(message.splitlines()) == 1, repr(message)
-    assert message.isprintable() or "\t" in message, repr(message)
+    odd = [c for c in message if c != "\t" and
+           unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
+    assert not odd, repr(message)
     assert len(message) <= MAX_MESSAGE, len(message)
