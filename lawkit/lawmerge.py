@@ -13,6 +13,7 @@ is written; the write is atomic, under the laws' advisory lock.
 from __future__ import annotations
 
 import contextlib
+import glob
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -98,7 +99,7 @@ def _lock_folder(out: Path, ws: Workspace) -> Path:
 
 
 def _remove_own_temps(out: Path) -> None:
-    for stray in out.parent.glob(f"{fsio.TEMP_PREFIX}{out.name}.*"):
+    for stray in out.parent.glob(f"{glob.escape(fsio.TEMP_PREFIX + out.name)}.*"):
         with contextlib.suppress(OSError):
             stray.unlink()
 
