@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -16,9 +17,10 @@ import sys
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 LAWKIT = (sys.executable, "-m", "lawkit")
 MAX_MESSAGE = 2100  # errors.MAX_MESSAGE and the path and line before it
@@ -100,3 +102,195 @@ def assert_one_line(message: str) -> None:
            unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
     assert not odd, repr(message)
     assert len(message) <= MAX_MESSAGE, len(message)
+
+
+# -- dying at a chosen point of a write ------------------------------------------------------
+
+WRITE_CALLS = ("open", "write", "fsync", "close", "chmod", "replace", "unlink")
+"""The os functions a write goes through (fsio): a kill point lies before each call of one."""
+
+
+def die_before_write_call(n: int) -> None:
+    """From the moment lawkit enters `fsio.replace_files` (or removes a stray temp file), count
+    the calls of WRITE_CALLS and SIGKILL this process just before the `n`th: exactly what a
+    SIGKILL landing between two system calls leaves on disk. `n = 0` only counts, and prints
+    `write calls: N` on stderr at exit. For `lawkit_until_killed`, in the child process."""
+    import atexit
+    import functools
+
+    from lawkit import fsio
+
+    state = {"armed": False, "calls": 0}
+    lock = threading.Lock()
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if state["armed"]:
+                with lock:
+                    state["calls"] += 1
+                    if state["calls"] == n:
+                        os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in WRITE_CALLS:
+        setattr(os, name, counted(name, getattr(os, name)))
+
+    def arming(real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            state["armed"] = True
+            return real(*args, **kwargs)
+
+        return call
+
+    fsio.replace_files = arming(fsio.replace_files)  # type: ignore[method-assign]
+    fsio.remove_stray_temps = arming(fsio.remove_stray_temps)  # type: ignore[method-assign]
+    if n == 0:
+        atexit.register(lambda: sys.stderr.write(f"write calls: {state['calls']}\n"))
+
+
+def lawkit_until_killed(args: list[str], n: int, *, cwd: Path, timeout: float = 60.0,
+                        ) -> subprocess.CompletedProcess[str]:
+    """`lawkit ARGS` in a subprocess that dies before its `n`th write call (0: none)."""
+    tests = str(Path(__file__).resolve().parent)
+    code = (f"import sys; sys.path.insert(0, {tests!r}); import reliability; "
+            f"reliability.die_before_write_call({n}); from lawkit.cli import app; "
+            f"sys.argv = ['lawkit', *{args!r}]; app()")
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def count_write_calls(args: list[str], *, cwd: Path) -> int:
+    """How many write calls `lawkit ARGS` makes (it runs to the end)."""
+    done = lawkit_until_killed(args, 0, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return int(done.stderr.rsplit("write calls: ", 1)[1])
+
+
+# -- crash trials: a command killed at some point leaves each file old or new -----------------
+
+_AT = re.compile(rb'at: "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"')
+
+
+def _normalized(data: bytes) -> bytes:
+    """The bytes with the time of each provenance entry blanked (a rerun writes another)."""
+    return _AT.sub(b'at: "T"', data)
+
+
+@dataclass
+class Scenario:
+    """A lawkit command that writes law files, with what each file holds before and after it.
+
+    `old` maps each file the command may write (relative to `root`) to its bytes before the
+    run (None: absent); `new` to its bytes after a complete run, times blanked.
+    """
+
+    root: Path
+    args: list[str]
+    old: dict[str, bytes | None]
+    new: dict[str, bytes]
+    seconds: float
+    """How long a complete run took."""
+
+    @classmethod
+    def make(cls, root: Path, args: list[str], files: list[str]) -> Scenario:
+        """Record the files, run the command to the end in a copy of `root`, record them again."""
+        import shutil
+
+        old = {f: (root / f).read_bytes() if (root / f).exists() else None for f in files}
+        reference = root.with_name(root.name + "-reference")
+        shutil.rmtree(reference, ignore_errors=True)
+        shutil.copytree(root, reference, symlinks=True)
+        start = time.monotonic()
+        done = subprocess.run([*LAWKIT, *args], cwd=reference, capture_output=True, text=True,
+                              check=False)
+        seconds = time.monotonic() - start
+        assert done.returncode == 0, done.stderr
+        new = {f: _normalized((reference / f).read_bytes()) for f in files}
+        assert all(new[f] != (_normalized(old[f]) if old[f] is not None else None)
+                   for f in files), "the command changed nothing: no crash trial to run"
+        shutil.rmtree(reference)
+        return cls(root, args, old, new, seconds)
+
+    def restore(self) -> None:
+        """Put every file back as it was before the command, and remove stray temp files."""
+        from lawkit.fsio import TEMP_PREFIX
+
+        for name, data in self.old.items():
+            if data is None:
+                (self.root / name).unlink(missing_ok=True)
+            else:
+                (self.root / name).write_bytes(data)
+        for temp in self.root.rglob(f"{TEMP_PREFIX}*"):
+            temp.unlink()
+
+    def states(self) -> dict[str, str]:
+        """'old' or 'new' for each file; AssertionError naming a file that is neither."""
+        out = {}
+        for name, old in self.old.items():
+            path = self.root / name
+            data = path.read_bytes() if path.exists() else None
+            if data == old:
+                out[name] = "old"
+            elif data is not None and _normalized(data) == self.new[name]:
+                out[name] = "new"
+            else:
+                tail = data[-200:] if data is not None else None
+                raise AssertionError(f"{name} is neither old nor new (a partial file): {tail!r}")
+        return out
+
+    def temps(self) -> list[Path]:
+        """Stray temp files below the root."""
+        from lawkit.fsio import TEMP_PREFIX
+
+        return sorted(self.root.rglob(f"{TEMP_PREFIX}*"))
+
+    def kill_at_write_call(self, n: int) -> bool:
+        """Run the command, killed before its `n`th write call; whether it was killed."""
+        done = lawkit_until_killed(self.args, n, cwd=self.root)
+        assert done.returncode in (0, -signal.SIGKILL), done.stderr
+        return done.returncode == -signal.SIGKILL
+
+    def kill_after(self, seconds: float) -> bool:
+        """Run the command and SIGKILL it after `seconds`; whether it was killed."""
+        proc = subprocess.Popen([*LAWKIT, *self.args], cwd=self.root,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+        err = proc.communicate()[1].decode("utf-8", "replace")
+        assert proc.returncode in (0, -signal.SIGKILL), err
+        return proc.returncode == -signal.SIGKILL
+
+    def finish(self, *, idempotent: bool = True, in_process: bool = False) -> None:
+        """The next run, to the end: no temp file left, and every file new (a command that is
+        not idempotent, `fit`, writes a newer file still: then each file reads back valid,
+        its provenance explaining its key and laws). `in_process`: run it here (CliRunner),
+        without a start-up's cost."""
+        if in_process:
+            from typer.testing import CliRunner
+
+            from lawkit.cli import app
+
+            with contextlib.chdir(self.root):
+                result = CliRunner().invoke(app, self.args)
+            assert result.exit_code == 0, (result.output, result.exception)
+        else:
+            done = subprocess.run([*LAWKIT, *self.args], cwd=self.root, capture_output=True,
+                                  text=True, check=False)
+            assert done.returncode == 0, done.stderr
+        assert self.temps() == [], self.temps()
+        if idempotent:
+            states = self.states()
+            assert set(states.values()) == {"new"}, states
+            return
+        from lawkit.check import integrity_problems
+        from lawkit.lawfile import load
+
+        for name in self.old:
+            law_file = load(self.root / name)
+            assert integrity_problems(law_file, "atom") == [], name
