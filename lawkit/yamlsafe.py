@@ -10,6 +10,7 @@ errors and text edits can name the line.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +47,48 @@ MAX_NODES = 100_000
 (issue 7)."""
 
 
+class NodeIndex(Mapping[Path_, yaml.Node]):
+    """The node at every key path, found by walking the tree on demand (building the whole
+    index for every file cost `lawkit check` a third of its time; most lookups are a few)."""
+
+    def __init__(self, root: yaml.Node) -> None:
+        self._root = root
+
+    def __getitem__(self, path: Path_) -> yaml.Node:
+        node: yaml.Node | None = self._root
+        for part in path:
+            if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+                node = next((v for k, v in node.value if k.value == part), None)
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and \
+                    0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                node = None
+            if node is None:
+                raise KeyError(path)
+        assert node is not None
+        return node
+
+    def __iter__(self) -> Iterator[Path_]:
+        stack: list[tuple[Path_, yaml.Node]] = [((), self._root)]
+        while stack:
+            path, node = stack.pop()
+            yield path
+            if isinstance(node, yaml.MappingNode):
+                stack.extend(((*path, k.value), v) for k, v in reversed(node.value))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(node.value))))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @dataclass(frozen=True)
 class Document:
     """A parsed YAML document: its data, and the node of every key path."""
 
     data: Any
-    nodes: dict[Path_, yaml.Node]
+    nodes: NodeIndex
 
     def line(self, path: Path_) -> int | None:
         """The 1-based line of the node at `path`, or of its nearest ancestor that has one."""
@@ -91,9 +128,8 @@ def load(text: str, path: str) -> Document:
     if root is None:
         raise LawFileError("the file is empty: a law file starts with 'schema: lawkit/1'",
                            path=path)
-    nodes: dict[Path_, yaml.Node] = {}
-    data = _Builder(path, nodes).build(root, ())
-    return Document(data=data, nodes=nodes)
+    data = _Builder(path).build(root, 0)
+    return Document(data=data, nodes=NodeIndex(root))
 
 
 _NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent,
@@ -114,25 +150,23 @@ def _count_nodes(text: str, path: str) -> None:
 
 
 class _Builder:
-    def __init__(self, path: str, nodes: dict[Path_, yaml.Node]) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.nodes = nodes
         self.seen: set[int] = set()
         self.scalars = yaml.constructor.SafeConstructor()
 
     def fail(self, node: yaml.Node, message: str) -> LawFileError:
         return LawFileError(message, path=self.path, line=node.start_mark.line + 1)
 
-    def build(self, node: yaml.Node, at: Path_) -> Any:
+    def build(self, node: yaml.Node, depth: int) -> Any:
         if id(node) in self.seen:
             raise self.fail(node, "aliases (*name) are not allowed in law files: write the value "
                                   "out")
         self.seen.add(id(node))
-        if len(at) > _MAX_DEPTH:
+        if depth > _MAX_DEPTH:
             raise self.fail(node, f"nesting deeper than {_MAX_DEPTH} levels")
         if node.tag not in _STANDARD_TAGS:
             raise self.fail(node, f"tag {node.tag} is not allowed in law files: remove it")
-        self.nodes[at] = node
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -142,10 +176,10 @@ class _Builder:
                 key = key_node.value
                 if key in out:
                     raise self.fail(key_node, f"duplicate key {key!r}: keep one")
-                out[key] = self.build(value_node, (*at, key))
+                out[key] = self.build(value_node, depth + 1)
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*at, i)) for i, item in enumerate(node.value)]
+            return [self.build(item, depth + 1) for item in node.value]
         if isinstance(node, yaml.ScalarNode):
             # An explicit tag on an odd value (`!!int ""`, `!!float ""`, 5,000 digits) fails
             # in int(), float() or PyYAML's constructor: ValueError, and IndexError for "".
