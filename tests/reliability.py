@@ -65,8 +65,11 @@ def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb:
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(stdin)
     proc.stdin.close()
-    # wait4, not Popen.wait: it gives this child's own peak RSS.
+    # The child's peak RSS is read from /proc while it runs (VmHWM of its own, exec'd memory):
+    # wait4's ru_maxrss would start from the forking test process's size, which a fork copies.
+    peak_kb = 0
     while True:
+        peak_kb = max(peak_kb, _vm_hwm_kb(proc.pid))
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -84,8 +87,21 @@ def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb:
         reader.join()
     err = streams["err"].decode("utf-8", "replace")
     assert code >= 0, f"killed by {signal.Signals(-code).name}: {err}"
-    return Outcome(code, streams["out"].decode("utf-8", "replace"), err, seconds,
-                   usage.ru_maxrss / 1024)
+    # A child gone before the first look: fall back to wait4's figure, an upper bound.
+    peak_kb = peak_kb or usage.ru_maxrss
+    return Outcome(code, streams["out"].decode("utf-8", "replace"), err, seconds, peak_kb / 1024)
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    """The peak resident set of a running process, in KiB (0 once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _drain(stream: IO[bytes] | None, name: str, into: dict[str, bytes]) -> None:
