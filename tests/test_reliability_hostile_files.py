@@ -2,7 +2,8 @@
 
 Each attack runs the real `lawkit` in a subprocess under a wall-clock timeout and an address
 space limit (RLIMIT_AS), and records the time and peak memory it took (`record_property`: run
-pytest with `--junitxml` to collect them). A traceback, a crash, a hang or a blown limit fails.
+pytest with `--junitxml=FILE -o junit_family=xunit1` to collect them). A traceback, a crash, a
+hang or a blown limit fails.
 """
 
 from __future__ import annotations
