@@ -578,8 +578,19 @@ def atheris_worker(name: str, seconds: float, cases: int, state: Path) -> None:
         import lawkit.lawfile
         import lawkit.rekey
         import lawkit.where  # noqa: F401  (instrumented: coverage guides the mutations)
+    corpus = state / f"corpus-{name}"  # the valid inputs the mutations start from
+    corpus.mkdir(exist_ok=True)
+    if name in ("law_mutations", "rekey_mutations", "cli_show"):
+        seeds = _law_seeds()
+    elif name.startswith(("capture", "cli_fit")):
+        suffixes = [".csv", ".jsonl", ".parquet", ".csv.gz", ".jsonl.gz", ".parquet.gz"]
+        seeds = [bytes([suffixes.index(suffix)]) + data for suffix, data in _capture_seeds()]
+    else:
+        seeds = []
+    for i, seed in enumerate(seeds):
+        (corpus / f"seed-{i}").write_bytes(seed)
     atheris.Setup([sys.argv[0], f"-max_total_time={max(1, int(seconds))}",
-                   f"-runs={cases}", "-print_final_stats=0"], one)
+                   f"-runs={cases}", "-print_final_stats=0", str(corpus)], one)
     with contextlib.suppress(SystemExit):
         atheris.Fuzz()
     _save(tally, state / f"{name}.json")
