@@ -511,8 +511,10 @@ def run_target(name: str, seconds: float, cases: int, state: Path, *, memory_mb:
         def limit() -> None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
 
+        # One BLAS/OpenMP thread: each reserves address space, which the limit counts.
+        threads = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
         proc = subprocess.Popen(args, preexec_fn=limit, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, env={**os.environ, **threads})
         hung = False
         while proc.poll() is None:
             time.sleep(0.2)

@@ -46,6 +46,12 @@ class Outcome:
         return lines[0]
 
 
+# BLAS and OpenMP reserve address space per thread (OpenBLAS some 32 MB each): on a machine of
+# many cores that alone would exceed a limit on the address space, whatever the input.
+_ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                      "MKL_NUM_THREADS")}
+
+
 def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb: int = 1024,
                 stdin: bytes = b"") -> Outcome:
     """Run lawkit with `args`; kill it past `timeout` seconds (the test fails: a hang)."""
@@ -55,7 +61,8 @@ def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb:
 
     start = time.monotonic()
     proc = subprocess.Popen([*LAWKIT, *args], cwd=cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
+                            env={**os.environ, **_ONE_THREAD})
     streams: dict[str, bytes] = {}
     readers = [threading.Thread(target=_drain, args=(stream, name, streams))
                for name, stream in (("out", proc.stdout), ("err", proc.stderr))]

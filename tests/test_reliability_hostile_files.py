@@ -35,7 +35,7 @@ from lawkit.errors import CaptureError, LawFileError
 
 runner = CliRunner()
 LAW_MEMORY_MB = 512  # show/check import no numpy: a law file gets far less than this
-CAPTURE_MEMORY_MB = 3072  # fit imports numpy, scipy and pyarrow (OpenBLAS reserves buffers)
+CAPTURE_MEMORY_MB = 4096  # fit imports numpy, scipy and pyarrow, whose threads reserve space
 GOOD = law_text(key=OLD)
 
 
