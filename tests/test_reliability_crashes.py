@@ -140,11 +140,11 @@ def test_two_rekeys_started_together_never_interleave(tmp_path: Path) -> None:
         outs = [proc.communicate(timeout=60) for proc in procs]
         assert [proc.returncode for proc in procs] == [0, 0], outs
         summaries = sorted(out.splitlines()[-1] for out, _err in outs)
-        assert summaries == ["nothing to rekey (20 already at atom=8927e824)",
-                             "rekeyed 20 law files to atom=8927e824"], summaries
+        assert summaries[0].startswith("nothing to rekey (20 already at"), summaries
+        assert summaries[1].startswith("rekeyed 20 law files"), summaries
         for path in stale:
             assert path.read_text().count("{rekey:") == 1, path
-        assert sorted(p.name for p in laws.iterdir() if p.name.startswith(".")) == []
+        assert list(laws.glob(f"{TEMP_PREFIX}*")) == []
     assert runner.invoke(app, ["check"]).exit_code == 0
 
 
