@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from typer.testing import Result
+
 LAWKIT = (sys.executable, "-m", "lawkit")
 MAX_MESSAGE = 2100  # errors.MAX_MESSAGE and the path and line before it
 
@@ -131,6 +133,17 @@ def assert_one_line(message: str) -> None:
 
 WRITE_CALLS = ("open", "write", "fsync", "close", "chmod", "replace", "unlink")
 """The os functions a write goes through (fsio): a kill point lies before each call of one."""
+
+
+def one_line_exit_2(result: Result, *expected: str) -> str:
+    """The CLI result's error line, checked: exit 2, one line, holding each `expected` text."""
+    assert result.exit_code == 2, (result.output, result.exception)
+    line = result.stderr.rstrip("\n")
+    assert line.startswith("lawkit: error: "), result.stderr
+    assert_one_line(line)
+    for text in expected:
+        assert text in line, line
+    return line
 
 
 def die_before_write_call(n: int) -> None:

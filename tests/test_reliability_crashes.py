@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 from lawfiles import make_workspace
-from reliability import LAWKIT, Scenario, assert_one_line, count_write_calls
-from typer.testing import CliRunner, Result
+from reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
+from typer.testing import CliRunner
 
 from lawkit import fsio, rekey
 from lawkit.cli import app
@@ -175,22 +175,12 @@ def test_a_rekey_that_cannot_get_the_lock_in_time_writes_nothing(
     monkeypatch.setattr(rekey, "LOCK_WAIT_S", 0.2)
     with fsio.locked(tmp_path / "laws"):  # another run holds it
         result = runner.invoke(app, REKEY)
-    _one_line_exit_2(result, "another lawkit run is writing these law files",
+    one_line_exit_2(result, "another lawkit run is writing these law files",
                      "nothing was written")
     assert {p: p.read_bytes() for p in (tmp_path / "laws").glob("*.yaml")} == before
 
 
 # -- writes that fail part-way --------------------------------------------------------------
-
-
-def _one_line_exit_2(result: Result, *expected: str) -> str:
-    assert result.exit_code == 2, (result.output, result.exception)
-    line = result.stderr.rstrip("\n")
-    assert line.startswith("lawkit: error: "), result.stderr
-    assert_one_line(line)
-    for text in expected:
-        assert text in line, line
-    return line
 
 
 @contextlib.contextmanager
@@ -258,7 +248,7 @@ def test_a_temp_write_that_fails_changes_no_file(tmp_path: Path, files: int, cal
     for at in sorted({1, files // 2 + 1, files}):
         with _failing(call, error, at):
             result = runner.invoke(app, REKEY)
-        _one_line_exit_2(result, words, "no file was changed")
+        one_line_exit_2(result, words, "no file was changed")
         assert {p: p.read_bytes() for p in before} == before
         assert list((tmp_path / "laws").glob(f"{TEMP_PREFIX}*")) == []
     assert runner.invoke(app, REKEY).exit_code == 0
@@ -270,7 +260,7 @@ def test_a_rename_that_fails_leaves_the_files_before_it_new_and_the_rest_old(
     before = _stale_workspace(tmp_path, 4)
     with _failing("replace", error, 3):
         result = runner.invoke(app, REKEY)
-    _one_line_exit_2(result, os.strerror(error), "run again")
+    one_line_exit_2(result, os.strerror(error), "run again")
     after = {p: p.read_bytes() for p in before}
     changed = [p for p in sorted(before) if after[p] != before[p]]
     assert len(changed) == 2, changed  # two renames made, the third failed, the fourth not tried
@@ -292,7 +282,7 @@ def test_a_fit_whose_write_fails_leaves_the_out_file_as_it_was(tmp_path: Path, c
         result = runner.invoke(app, ["fit", "cap.csv", "--formula", "host_s ~ 1 + bs",
                                      "--captured-on", "current", "--out",
                                      "laws/cell00000.yaml"])
-    _one_line_exit_2(result, os.strerror(error), "laws/cell00000.yaml")
+    one_line_exit_2(result, os.strerror(error), "laws/cell00000.yaml")
     assert {p: p.read_bytes() for p in before} == before
     assert list((tmp_path / "laws").glob(f"{TEMP_PREFIX}*")) == []
 

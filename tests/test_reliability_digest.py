@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from lawfiles import make_workspace
-from reliability import assert_one_line
-from typer.testing import CliRunner, Result
+from reliability import one_line_exit_2
+from typer.testing import CliRunner
 
 from lawkit.cli import app
 from src_digest import DigestError, host_key_of, manifest_of
@@ -120,16 +120,6 @@ def _vanishing(name: bytes) -> Iterator[None]:
         yield
 
 
-def _one_line_exit_2(result: Result, *expected: str) -> str:
-    assert result.exit_code == 2, (result.output, result.exception)
-    line = result.stderr.rstrip("\n")
-    assert line.startswith("lawkit: error: "), result.stderr
-    assert_one_line(line)
-    for text in expected:
-        assert text in line, line
-    return line
-
-
 def test_a_file_swapped_for_a_fifo_mid_walk_is_an_error_not_a_hang(engine: Path) -> None:
     real_scandir = os.scandir
 
@@ -156,7 +146,7 @@ def test_an_unreadable_engine_file_is_exit_2_and_one_line_and_nothing_is_written
     before = {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()}
     with _denied(b"step.py"):
         result = runner.invoke(app, command)
-    _one_line_exit_2(result, "atom/engine/step.py: Permission denied")
+    one_line_exit_2(result, "atom/engine/step.py: Permission denied")
     assert result.stdout == ""
     assert {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()} == before
 
@@ -168,7 +158,7 @@ def test_an_engine_file_vanishing_mid_walk_is_exit_2_and_one_line_and_nothing_is
     before = {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()}
     with _vanishing(b"step.py"):
         result = runner.invoke(app, command)
-    _one_line_exit_2(result, "atom/engine/step.py", "removed or changed during the digest")
+    one_line_exit_2(result, "atom/engine/step.py", "removed or changed during the digest")
     assert {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()} == before
 
 
@@ -178,7 +168,7 @@ def test_an_engine_file_name_with_a_line_break_fails_on_one_line(tmp_path: Path)
     with open(odd, "wb") as f:
         f.write(b"x")
     with _denied(b"name.py"):
-        line = _one_line_exit_2(runner.invoke(app, ["digest"]), "Permission denied")
+        line = one_line_exit_2(runner.invoke(app, ["digest"]), "Permission denied")
     assert "atom/odd\\n\\udcffname.py" in line
     manifest = runner.invoke(app, ["digest", "--manifest"])
     assert manifest.exit_code == 0
