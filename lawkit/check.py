@@ -7,21 +7,22 @@ can fix: `lawkit rekey --adopt` for laws written before lawkit, `lawkit rekey` f
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import pickle
-import threading
-from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from lawkit import lawfile
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
 from lawkit.errors import ConfigError, LawFileError
 from lawkit.fsio import TEMP_PREFIX
+from lawkit.lawbytes import read_bytes
+from lawkit.workers import map_in_workers
+
+if TYPE_CHECKING:
+    from lawkit.checkcache import CheckCache
+    from lawkit.lawfile import LawFile
 
 REKEY_FIX = 'lawkit rekey --why "..."'
 ADOPT_FIX = 'lawkit rekey --adopt --why "..."'
@@ -108,41 +109,90 @@ class CheckReport:
         return json.dumps(self.to_json(), indent=2)
 
 
-def check_workspace(ws: Workspace) -> CheckReport:
-    """Check every law file of the workspace against the current digest."""
+@dataclass(frozen=True)
+class FileFacts:
+    """What `check` learns from one file's bytes, whatever the engine's digest: the digest it
+    names and that line (None for an invalid file), its problems other than staleness, and its
+    identity (its labels) with their line. Plain data: `checkcache` keeps it between runs."""
+
+    named: str | None
+    key_line: int | None
+    problems: tuple[Problem, ...]
+    identity: str | None = None
+    labels_line: int | None = None
+
+    def problems_at(self, shown: str, digest: str) -> list[Problem]:
+        """The file's problems with the engine at `digest`: stale first, then the others."""
+        if self.named is None or self.named == digest:
+            return list(self.problems)
+        stale = Problem(shown, self.key_line, "stale",
+                        f"names {self.named}, the engine is at {digest}", REKEY_FIX)
+        return [stale, *self.problems]
+
+
+def check_workspace(ws: Workspace, *, cache: CheckCache | None = None) -> CheckReport:
+    """Check every law file of the workspace against the current digest.
+
+    With a `cache`, files whose facts it holds (same path, key name and bytes) are not parsed
+    again, and the facts of the others are added to it.
+    """
     paths = law_paths(ws.laws, ws)
     digest = current_digest(ws)
     key = ws.digest.key
     shown = [ws.rel(p) for p in paths]
-    checked = map_in_workers(lambda i: _check_file(paths[i], shown[i], key, digest),
-                             range(len(paths)))
+    raws: list[bytes] = []
+    facts: list[FileFacts | None] = []
+    for path, name in zip(paths, shown, strict=True):
+        try:
+            raw = read_bytes(path, name)
+        except LawFileError as exc:
+            raws.append(b"")
+            facts.append(_invalid(exc, name))
+            continue
+        raws.append(raw)
+        facts.append(cache.get(name, key, raw) if cache is not None else None)
+    todo = [i for i, found in enumerate(facts) if found is None]
+    for i, found in zip(todo, map_in_workers(lambda i: file_facts(raws[i], shown[i], key), todo),
+                        strict=True):
+        facts[i] = found
+        if cache is not None:
+            cache.put(shown[i], key, raws[i], found)
     problems: list[Problem] = []
     first_with: dict[str, str] = {}
-    for name, (found, identity, labels_line) in zip(shown, checked, strict=True):
-        problems += found
-        if identity is None:
+    for name, file in zip(shown, facts, strict=True):
+        assert file is not None
+        problems += file.problems_at(name, digest)
+        if file.identity is None:
             continue
-        if identity in first_with:
-            problems.append(Problem(name, labels_line, "duplicate",
-                                    f"the same labels as {first_with[identity]} ({identity}): "
-                                    "two files cannot price the same thing; change the labels "
-                                    "of one or merge them"))
+        if file.identity in first_with:
+            problems.append(Problem(name, file.labels_line, "duplicate",
+                                    f"the same labels as {first_with[file.identity]} "
+                                    f"({file.identity}): two files cannot price the same "
+                                    "thing; change the labels of one or merge them"))
         else:
-            first_with[identity] = name
+            first_with[file.identity] = name
     return CheckReport(key=key, digest=digest, files=shown, problems=problems)
 
 
-def _check_file(path: Path, shown: str, key: str, digest: str,
-                ) -> tuple[list[Problem], str | None, int | None]:
-    """The file's problems, its identity (labels) if it has one, and the labels' line."""
+def file_facts(raw: bytes, shown: str, key: str) -> FileFacts:
+    """Parse and validate one law file's bytes into what `check` needs of it."""
+    from lawkit import lawfile  # here, not above: a check its cache answers never needs it
+
     try:
-        law_file = lawfile.load(path, key=key, shown_as=shown)
+        law_file = lawfile.parse(raw, shown, key=key)
     except LawFileError as exc:
-        return [Problem(exc.path or shown, exc.line, "invalid", exc.detail)], None, None
+        return _invalid(exc, shown)
     identity = None
     if law_file.labels:
         identity = ", ".join(f"{k}={v!r}" for k, v in sorted(law_file.labels.items()))
-    return file_problems(law_file, key, digest), identity, law_file.line("labels")
+    return FileFacts(named=law_file.host.key[key], key_line=law_file.line("host", "key", key),
+                     problems=tuple(integrity_problems(law_file, key)), identity=identity,
+                     labels_line=law_file.line("labels"))
+
+
+def _invalid(exc: LawFileError, shown: str) -> FileFacts:
+    return FileFacts(named=None, key_line=None,
+                     problems=(Problem(exc.path or shown, exc.line, "invalid", exc.detail),))
 
 
 def law_paths(folder: Path, ws: Workspace | None = None) -> list[Path]:
@@ -151,25 +201,17 @@ def law_paths(folder: Path, ws: Workspace | None = None) -> list[Path]:
         shown = ws.rel(folder) if ws else str(folder)
         raise ConfigError(f"the laws folder {shown} does not exist: create it, or point "
                           "[tool.lawkit] laws (or --laws) at the folder of law files")
-    found = []
+    found: list[tuple[tuple[str, ...], str]] = []  # (parts below the folder, path)
     for dirpath, _dirnames, filenames in os.walk(folder):
+        below = os.path.relpath(dirpath, folder)
+        parts = () if below == "." else tuple(below.split(os.sep))
         for name in filenames:
             if name.endswith(".yaml") and not name.startswith(TEMP_PREFIX):
-                found.append(Path(dirpath, name))
-    return sorted(found, key=lambda p: p.relative_to(folder).parts)
+                found.append(((*parts, name), os.path.join(dirpath, name)))
+    return [Path(path) for _parts, path in sorted(found)]
 
 
-def file_problems(law_file: lawfile.LawFile, key: str, digest: str) -> list[Problem]:
-    """A valid file's problems: a stale key, and whatever `integrity_problems` finds."""
-    problems = []
-    named = law_file.host.key[key]
-    if named != digest:
-        problems.append(Problem(law_file.path, law_file.line("host", "key", key), "stale",
-                                f"names {named}, the engine is at {digest}", REKEY_FIX))
-    return problems + integrity_problems(law_file, key)
-
-
-def integrity_problems(law_file: lawfile.LawFile, key: str) -> list[Problem]:
+def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
     """Whether the provenance explains the key and vouches for the laws' body (DESIGN.md §5)."""
     path, host = law_file.path, law_file.host
     named = host.key[key]
@@ -208,79 +250,3 @@ def _escape_data(text: str) -> str:
 
 def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-
-_Item = TypeVar("_Item")
-_Result = TypeVar("_Result")
-_FILES_PER_WORKER = 150  # below this a fork costs more than it saves
-
-
-def map_in_workers(fn: Callable[[_Item], _Result], items: Iterable[_Item]) -> list[_Result]:
-    """`[fn(item) for item in items]`, shared with forked worker processes when there are many.
-
-    Parsing dominates `check` and `rekey` on a large workspace (about 1 ms a law file, nearly
-    all of it in PyYAML and pydantic, under the GIL), so the items are split into contiguous
-    chunks, one for this process and one per forked worker; each worker sends its results back
-    pickled. A worker that fails in any way has its chunk redone here, so that a bug raises
-    with its real traceback. Workers are forked only from a single-threaded process, where
-    `fork` is safe.
-    """
-    todo = list(items)
-    workers = min(_cpus(), 4, len(todo) // _FILES_PER_WORKER)
-    if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
-        return [fn(item) for item in todo]
-    size = -(-len(todo) // workers)
-    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-    children: list[tuple[int, int, list[_Item]]] = []
-    try:
-        for chunk in chunks[1:]:
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover  (the worker: it never returns)
-                _work(fn, chunk, read_end, write_end)
-            os.close(write_end)
-            children.append((pid, read_end, chunk))
-        results = [fn(item) for item in chunks[0]]
-        for pid, read_end, chunk in children:
-            results += _gather(fn, pid, read_end, chunk)
-    finally:
-        for pid, read_end, _chunk in children:
-            with contextlib.suppress(OSError):
-                os.close(read_end)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return results
-
-
-def _work(fn: Callable[[_Item], _Result], chunk: list[_Item], read_end: int,
-          write_end: int) -> NoReturn:
-    code = 1
-    try:
-        os.close(read_end)
-        data = pickle.dumps([fn(item) for item in chunk], protocol=pickle.HIGHEST_PROTOCOL)
-        with open(write_end, "wb") as out:
-            out.write(data)
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def _gather(fn: Callable[[_Item], _Result], pid: int, read_end: int, chunk: list[_Item],
-            ) -> list[_Result]:
-    with open(read_end, "rb", closefd=False) as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if status == 0:
-        with contextlib.suppress(Exception):
-            part: list[_Result] = pickle.loads(data)
-            if len(part) == len(chunk):
-                return part
-    return [fn(item) for item in chunk]
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1

@@ -40,11 +40,14 @@ class Workspace:
     def rel(self, path: Path | str) -> str:
         """A path as shown to the user: relative to the workspace root where it lies inside it,
         on one printable line (a file name may hold line breaks or undecodable bytes)."""
-        absolute = Path(os.path.abspath(path))
-        try:
-            return printable(absolute.relative_to(self.root).as_posix())
-        except ValueError:
-            return printable(str(path))
+        absolute = os.path.abspath(path)
+        root = os.path.abspath(self.root)
+        if absolute == root:
+            return "."
+        inside = root if root.endswith(os.sep) else root + os.sep
+        if absolute.startswith(inside):
+            return printable(absolute[len(inside):].replace(os.sep, "/"))
+        return printable(str(path))
 
 
 def find_config(start: Path) -> Path | None:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
-import os
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -25,6 +22,7 @@ from pydantic import (
 
 from lawkit import yamlsafe
 from lawkit.errors import LawFileError
+from lawkit.lawbytes import check_size, read_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,11 +31,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 SCHEMA = "lawkit/1"
-MAX_BYTES = 1 << 20
-"""The largest law file lawkit reads (1 MiB). Law files are small (the bundled ones are about
-3 KB, a law about 750 bytes): a bigger file is refused before it is read, so that a runaway or
-hostile one cannot cost CI minutes or gigabytes (issue 7). `yamlsafe.MAX_NODES` bounds what
-fits in it."""
 Scalar = str | bool | int | float
 _COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
 _TERM = re.compile(rf"1\Z|{_COLUMN}(:{_COLUMN})*\Z")
@@ -262,52 +255,9 @@ def load(path: str | Path, *, key: str = "atom", shown_as: str | None = None) ->
     return parse(read_bytes(path, shown), shown, key=key)
 
 
-def read_bytes(path: str | Path, shown: str) -> bytes:
-    """The bytes of a law file: a regular file (never a symlink followed, a folder or a FIFO)
-    of at most `MAX_BYTES`; a LawFileError otherwise."""
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and os.path.islink(path):
-            raise _not_regular("a symlink", shown) from None
-        what = "no such file" if exc.errno == errno.ENOENT else exc.strerror
-        raise LawFileError(f"cannot read: {what}", path=shown) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
-                               if stat.S_ISFIFO(st.st_mode) else "a special file", shown)
-        _check_size(st.st_size, shown)
-        parts, size = [], 0
-        while size <= MAX_BYTES and (part := os.read(fd, MAX_BYTES + 1 - size)):
-            parts.append(part)
-            size += len(part)
-    except OSError as exc:
-        raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
-    finally:
-        os.close(fd)
-    raw = b"".join(parts)
-    _check_size(len(raw), shown)
-    return raw
-
-
-# O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO cannot hang the read.
-_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-
-
-def _not_regular(what: str, shown: str) -> LawFileError:
-    return LawFileError(f"not a regular file ({what}): law files are plain files", path=shown)
-
-
-def _check_size(size: int, shown: str) -> None:
-    if size > MAX_BYTES:
-        raise LawFileError(f"larger than {MAX_BYTES >> 20} MiB, the most a law file may be: law "
-                           "files are small; split the laws over several files", path=shown)
-
-
 def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
     """Validate the bytes of a law file (see `load`)."""
-    _check_size(len(raw), shown)
+    check_size(len(raw), shown)
     text = yamlsafe.decode(raw, shown)
     document = yamlsafe.load(text, shown)
     data = document.data

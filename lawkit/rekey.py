@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from lawkit import fsio, lawfile, textedit
-from lawkit.check import integrity_problems, law_paths, map_in_workers
+from lawkit.check import integrity_problems, law_paths
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
 from lawkit.errors import LawkitError, RefusalError
+from lawkit.lawbytes import read_bytes
 from lawkit.lawwrite import provenance_entry
+from lawkit.workers import map_in_workers
 
 LOCK_WAIT_S = 5.0
 
@@ -268,7 +270,7 @@ def _adopt_edit(raw: bytes, law_file: lawfile.LawFile, key: str, at: str, why: s
 
 
 def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
-    raw = lawfile.read_bytes(path, shown)
+    raw = read_bytes(path, shown)
     return raw, lawfile.parse(raw, shown, key=key)
 
 

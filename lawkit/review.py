@@ -21,7 +21,6 @@ from typing import Any
 
 import src_digest
 from lawkit import review_git
-from lawkit.check import map_in_workers
 from lawkit.config import DigestConfig, Workspace
 from lawkit.errors import LawkitError
 from lawkit.review_laws import (
@@ -33,6 +32,7 @@ from lawkit.review_laws import (
     law_entries,
     load,
 )
+from lawkit.workers import map_in_workers
 
 __all__ = [
     "CLASSES",

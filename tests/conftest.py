@@ -13,6 +13,8 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)  # check's cache goes under this HOME
+    monkeypatch.delenv("LAWKIT_CACHE_DIR", raising=False)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "lawkit tests")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@lawkit.invalid")

@@ -14,9 +14,10 @@ import yaml
 from lawfiles import OLD, law_text, make_workspace
 from typer.testing import CliRunner
 
-from lawkit.check import check_workspace, map_in_workers
+from lawkit.check import check_workspace
 from lawkit.cli import app
 from lawkit.digest import current_digest
+from lawkit.workers import map_in_workers
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -237,15 +238,15 @@ def test_check_gives_the_same_report_from_worker_processes_as_in_one(tmp_path: P
     ws = make_workspace(tmp_path, 40, stale=True)
     (tmp_path / "laws" / "cell00007.yaml").write_text("schema: lawkit/1\n")
     one = check_workspace(ws)
-    monkeypatch.setattr("lawkit.check._FILES_PER_WORKER", 5)
-    monkeypatch.setattr("lawkit.check._cpus", lambda: 4)
+    monkeypatch.setattr("lawkit.workers._FILES_PER_WORKER", 5)
+    monkeypatch.setattr("lawkit.workers._cpus", lambda: 4)
     assert check_workspace(ws) == one
 
 
 def test_map_in_workers_keeps_the_order_and_redoes_a_failed_chunk_here(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("lawkit.check._FILES_PER_WORKER", 10)
-    monkeypatch.setattr("lawkit.check._cpus", lambda: 3)
+    monkeypatch.setattr("lawkit.workers._FILES_PER_WORKER", 10)
+    monkeypatch.setattr("lawkit.workers._cpus", lambda: 3)
     parent = os.getpid()
 
     def square_or_die(x: int) -> int:

@@ -22,7 +22,7 @@ from lawfiles import OLD, law_text, laws, make_workspace
 from reliability import Outcome, assert_one_line, run_bounded
 from typer.testing import CliRunner
 
-from lawkit import lawfile, yamlsafe
+from lawkit import lawbytes, lawfile, yamlsafe
 from lawkit.captures import (
     MAX_HEADER_BYTES,
     MAX_JSON_LINE_BYTES,
@@ -117,14 +117,14 @@ def test_a_1_gib_law_file_is_refused_before_it_is_read(
         f.write(GOOD.encode())
         f.truncate(1 << 30)
     line = _show(tmp_path, "huge.yaml", record_property, timeout=10)
-    assert f"huge.yaml: larger than {lawfile.MAX_BYTES >> 20} MiB" in line
+    assert f"huge.yaml: larger than {lawbytes.MAX_BYTES >> 20} MiB" in line
     outcome = run_bounded(["show", "huge.yaml"], cwd=tmp_path, memory_mb=LAW_MEMORY_MB)
     assert outcome.max_rss_mb < 200, outcome.max_rss_mb
 
 
 def test_a_file_just_over_the_cap_is_refused_and_one_at_the_cap_is_read(tmp_path: Path) -> None:
-    at_cap = GOOD.encode() + b"#" * (lawfile.MAX_BYTES - len(GOOD) - 1) + b"\n"
-    assert len(at_cap) == lawfile.MAX_BYTES
+    at_cap = GOOD.encode() + b"#" * (lawbytes.MAX_BYTES - len(GOOD) - 1) + b"\n"
+    assert len(at_cap) == lawbytes.MAX_BYTES
     (tmp_path / "at.yaml").write_bytes(at_cap)
     (tmp_path / "over.yaml").write_bytes(at_cap + b"\n")
     assert lawfile.load(tmp_path / "at.yaml").host.key["atom"] == OLD
@@ -155,7 +155,7 @@ def test_the_largest_file_under_both_caps_still_reads_in_bounded_time(
 def test_a_law_file_of_fifteen_hundred_laws_reads_back(tmp_path: Path) -> None:
     """The caps leave room for the largest files `lawkit fit --by` writes."""
     text = law_text(key=OLD, law_dicts=laws(1500))
-    assert len(text) < lawfile.MAX_BYTES
+    assert len(text) < lawbytes.MAX_BYTES
     assert len(lawfile.parse(text.encode(), "big.yaml").host.laws) == 1500
 
 

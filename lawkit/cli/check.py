@@ -26,6 +26,10 @@ def check(
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Parse every law file, and neither read nor write the cache of what "
+        "earlier runs learnt from unchanged files (kept outside the repository, under "
+        "$LAWKIT_CACHE_DIR or ~/.cache/lawkit).")] = False,
 ) -> None:
     """Check that every law file is valid, explained by its provenance, and on the current digest.
 
@@ -34,9 +38,14 @@ def check(
 
     def body() -> int:
         from lawkit.check import check_workspace
+        from lawkit.checkcache import CheckCache
         from lawkit.config import load_workspace
 
-        report = check_workspace(load_workspace(config=config, engine=engine, laws=laws))
+        ws = load_workspace(config=config, engine=engine, laws=laws)
+        cache = None if no_cache else CheckCache(ws.laws)
+        report = check_workspace(ws, cache=cache)
+        if cache is not None:
+            cache.save()
         if format is Format.json:
             typer.echo(report.json_text())
         else:

@@ -1,0 +1,151 @@
+"""What `lawkit check` learnt from each law file, kept between runs.
+
+`check` runs in pre-commit hooks hundreds of times a day over files that have not changed.
+Parsing and validating a law file costs about a millisecond (PyYAML, then pydantic); finding
+its facts here costs a sha256 of its bytes, and a run that finds every file imports neither
+PyYAML nor pydantic. So a 1,000-file check falls from over a second to about a quarter.
+
+- An entry is found by the sha256 of the path as shown, the key's name and the file's bytes:
+  an edited, renamed or re-keyed file is read afresh. What depends on the engine's digest (a
+  stale key) is worked out on every run from the digest the entry says the file names.
+- Entries of files no longer there are kept for a while (switching branches back and forth
+  finds both sides), up to three times as many as there are law files, the oldest dropped.
+- The whole cache is dropped when the code that makes the facts changes (lawkit's checking
+  modules, the installed PyYAML, pydantic or Python).
+- It is JSON, never pickle (the file is data, not code), one file per laws folder under
+  `$LAWKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/lawkit`, else `~/.cache/lawkit`, so nothing is
+  ever written into the user's repository. It is written whole to a temp file then renamed,
+  and only when something changed.
+- A cache that cannot be read or written is ignored: `check` never fails because of it.
+  `lawkit check --no-cache` neither reads nor writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from lawkit.check import FileFacts, Problem
+
+FORMAT = 1
+KEEP_OTHERS = 3
+"""Entries of files not seen in a run are kept up to this many times the files seen."""
+_CODE = ("check.py", "checkcache.py", "errors.py", "lawbytes.py", "lawfile.py", "yamlsafe.py")
+_LIBRARIES = ("yaml", "pydantic", "pydantic_core")
+
+
+def cache_folder() -> Path:
+    """Where check caches live: $LAWKIT_CACHE_DIR, else $XDG_CACHE_HOME/lawkit, else
+    ~/.cache/lawkit."""
+    if os.environ.get("LAWKIT_CACHE_DIR"):
+        return Path(os.environ["LAWKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "lawkit")
+
+
+class CheckCache:
+    """The facts of the law files of one laws folder, by path, key name and bytes."""
+
+    def __init__(self, laws: Path, folder: Path | None = None) -> None:
+        where = os.path.abspath(laws).encode("utf-8", "surrogateescape")
+        self.path = (folder or cache_folder()) / \
+            f"check-{hashlib.sha256(where).hexdigest()[:20]}.json"
+        self.code = _code_fingerprint()
+        self._run, self._stored = self._read()
+        self._used: dict[str, dict[str, Any]] = {}
+        self._added = False
+
+    def get(self, shown: str, key: str, raw: bytes) -> FileFacts | None:
+        """The facts stored for this file, or None."""
+        name = _entry_name(shown, key, raw)
+        stored = self._stored.get(name)
+        if stored is None:
+            return None
+        try:
+            facts = _facts(stored)
+        except (KeyError, TypeError, ValueError):
+            return None
+        self._used[name] = stored
+        return facts
+
+    def put(self, shown: str, key: str, raw: bytes, facts: FileFacts) -> None:
+        """Remember the facts of this file."""
+        self._used[_entry_name(shown, key, raw)] = {**asdict(facts), "run": self._run}
+        self._added = True
+
+    def save(self) -> None:
+        """Write the cache when this run added to it: the entries it used, marked as seen in
+        this run, then the most recently seen others up to `KEEP_OTHERS` times as many."""
+        if not self._added:
+            return
+        for entry in self._used.values():
+            entry["run"] = self._run
+        others = sorted(((entry["run"], name) for name, entry in self._stored.items()
+                         if name not in self._used and isinstance(entry, dict)
+                         and isinstance(entry.get("run"), int)), reverse=True)
+        entries = dict(self._used)
+        for _run, name in others[:KEEP_OTHERS * len(self._used)]:
+            entries[name] = self._stored[name]
+        document = {"format": FORMAT, "code": self.code, "run": self._run, "entries": entries}
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".check-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(document, out, separators=(",", ":"))
+                os.replace(temp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+
+    def _read(self) -> tuple[int, dict[str, dict[str, Any]]]:
+        """This run's number and the entries stored, or (1, {}) for a cache not usable."""
+        try:
+            with open(self.path, encoding="utf-8") as stream:
+                document = json.load(stream)
+        except (OSError, ValueError):
+            return 1, {}
+        if not isinstance(document, dict) or document.get("format") != FORMAT \
+                or document.get("code") != self.code or not isinstance(document.get("run"), int) \
+                or not isinstance(document.get("entries"), dict):
+            return 1, {}
+        return document["run"] + 1, document["entries"]
+
+
+def _entry_name(shown: str, key: str, raw: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (shown, key):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+def _facts(stored: dict[str, Any]) -> FileFacts:
+    problems = tuple(Problem(**problem) for problem in stored["problems"])
+    return FileFacts(named=stored["named"], key_line=stored["key_line"], problems=problems,
+                     identity=stored["identity"], labels_line=stored["labels_line"])
+
+
+def _code_fingerprint() -> str:
+    """A hash of what makes the facts: lawkit's checking modules, the versions of the libraries
+    they use (their installed files' size and time) and of Python."""
+    digest = hashlib.sha256(f"{FORMAT} {sys.version}".encode())
+    here = Path(__file__).parent
+    for name in _CODE:
+        digest.update(name.encode() + b"\0" + (here / name).read_bytes())
+    for library in _LIBRARIES:
+        spec = importlib.util.find_spec(library)
+        origin = spec.origin if spec is not None else None
+        if origin is not None:
+            st = os.stat(origin)
+            digest.update(f"{library} {origin} {st.st_size} {st.st_mtime_ns}".encode())
+    return digest.hexdigest()

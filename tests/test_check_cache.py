@@ -1,0 +1,216 @@
+"""`lawkit check`'s cache: the same report as parsing every file, from what earlier runs learnt."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lawfiles import make_engine, make_workspace
+from typer.testing import CliRunner
+
+from lawkit import check as check_module
+from lawkit import checkcache
+from lawkit.check import check_workspace
+from lawkit.checkcache import CheckCache
+from lawkit.cli import app
+from lawkit.config import Workspace
+
+runner = CliRunner()
+
+
+def _mixed_workspace(root: Path) -> Workspace:
+    """Files with every kind of problem: stale, invalid, unexplained, body-edited, duplicate."""
+    ws = make_workspace(root, 8, stale=True)
+    laws = root / "laws"
+    (laws / "cell00001.yaml").write_text("schema: lawkit/1\nhost: [\n")
+    text = (laws / "cell00002.yaml").read_text()
+    (laws / "cell00002.yaml").write_text(text.replace("schedule_s", "schedule_seconds"))
+    text = (laws / "cell00003.yaml").read_text()
+    (laws / "cell00003.yaml").write_text(text.replace('crs00003', 'crs00004'))
+    (laws / "sub").mkdir()
+    (laws / "sub" / "nested.yaml").write_text(
+        (laws / "cell00005.yaml").read_text().replace("crs00005", "nested"))
+    return ws
+
+
+def _check(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["check", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout
+
+
+def _cache_files(home: Path) -> list[Path]:
+    folder = home / ".cache" / "lawkit"
+    return sorted(folder.glob("check-*.json")) if folder.exists() else []
+
+
+def test_a_cached_check_prints_exactly_what_parsing_every_file_prints(tmp_path: Path) -> None:
+    _mixed_workspace(tmp_path)
+    parsed = _check("--no-cache")
+    assert parsed[0] == 1
+    assert "body-edited" in parsed[1] and "duplicate" in parsed[1] and "invalid" in parsed[1]
+    assert _check() == parsed  # fills the cache
+    assert _check() == parsed  # answered by it
+    for fmt in ("json", "github"):
+        assert _check("--format", fmt) == _check("--format", fmt, "--no-cache")
+
+
+def test_the_cache_answers_without_parsing_and_staleness_follows_the_engine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_workspace(tmp_path, 5)
+    first = check_workspace(ws, cache=CheckCache(ws.laws))
+    first_cache = CheckCache(ws.laws)
+    check_workspace(ws, cache=first_cache)
+    first_cache.save()
+
+    def parse_nothing(*_args: object) -> None:
+        raise AssertionError("a file was parsed although the cache knows it")
+
+    monkeypatch.setattr(check_module, "file_facts", parse_nothing)
+    assert first.ok
+    assert check_workspace(ws, cache=CheckCache(ws.laws)) == first
+    make_engine(ws.root / "engine", {"atom/new.py": b"x = 1\n"})  # the digest moves
+    moved = check_workspace(ws, cache=CheckCache(ws.laws))
+    assert [p.kind for p in moved.problems] == ["stale"] * 5
+    assert moved.problems[0].message == f"names {first.digest}, the engine is at {moved.digest}"
+
+
+def test_an_edited_file_is_read_afresh(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 3)
+    assert _check()[0] == 0
+    law = tmp_path / "laws" / "cell00001.yaml"
+    law.write_text(law.read_text() + "extra: [\n")
+    code, out = _check()
+    assert code == 1
+    assert out.startswith("laws/cell00001.yaml:")
+    assert "invalid: not valid YAML" in out
+
+
+def test_a_renamed_file_is_shown_under_its_new_name(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2, provenance="none")
+    assert "laws/cell00000.yaml:6: unexplained" in _check()[1]
+    (tmp_path / "laws" / "cell00000.yaml").rename(tmp_path / "laws" / "renamed.yaml")
+    out = _check()[1]
+    assert "laws/renamed.yaml:6: unexplained" in out
+    assert "cell00000" not in out
+
+
+def test_a_warm_check_imports_neither_pyyaml_nor_pydantic(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 3)
+    probe = ("import sys\nfrom lawkit.cli import app\ntry:\n    app(['check'])\n"
+             "except SystemExit as exc:\n    code = exc.code\n"
+             "heavy = sorted(m for m in ('yaml', 'pydantic', 'numpy') if m in sys.modules)\n"
+             "print(code, heavy)\n")
+    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                           text=True, check=True).stdout.splitlines()[-1] for _ in range(2)]
+    assert runs == ["0 ['pydantic', 'yaml']", "0 []"]
+
+
+def test_check_never_writes_into_the_workspace_and_no_cache_writes_nothing(
+        tmp_path: Path) -> None:
+    make_workspace(tmp_path / "ws", 3, stale=True)
+    os.chdir(tmp_path / "ws")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert _check("--no-cache")[0] == 1
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert _check()[0] == 1
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    new = [p for p in after if p not in before]
+    assert new and all(p.parts[:2] == ("home", ".cache") for p in new)
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\xff not json", b"[]", b'{"format": 1}',
+    b'{"format": 1, "code": "x", "run": 1, "entries": {}}',
+])
+def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(tmp_path: Path,
+                                                             garbage: bytes) -> None:
+    _mixed_workspace(tmp_path)
+    expected = _check("--no-cache")
+    assert _check() == expected
+    [cache] = _cache_files(tmp_path / "home")
+    cache.write_bytes(garbage)
+    assert _check() == expected
+    assert json.loads(cache.read_text())["format"] == checkcache.FORMAT
+
+
+def test_damaged_entries_are_parsed_again(tmp_path: Path) -> None:
+    _mixed_workspace(tmp_path)
+    expected = _check("--no-cache")
+    _check()
+    [cache] = _cache_files(tmp_path / "home")
+    document = json.loads(cache.read_text())
+    for i, name in enumerate(document["entries"]):
+        document["entries"][name] = [] if i % 2 else {"named": 1}
+    cache.write_text(json.dumps(document))
+    assert _check() == expected
+
+
+def test_a_cache_folder_that_cannot_be_written_is_ignored(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    make_workspace(tmp_path / "ws", 3, stale=True)
+    os.chdir(tmp_path / "ws")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be\n")
+    monkeypatch.setenv("LAWKIT_CACHE_DIR", str(blocker / "lawkit"))
+    result = runner.invoke(app, ["check"])
+    assert result.exit_code == 1 and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
+    assert "stale" in result.stdout and result.stderr == ""
+
+
+def test_lawkit_cache_dir_and_xdg_cache_home_choose_the_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_workspace(tmp_path / "ws", 2)
+    os.chdir(tmp_path / "ws")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _check()[0] == 0
+    assert list((tmp_path / "xdg" / "lawkit").glob("check-*.json"))
+    monkeypatch.setenv("LAWKIT_CACHE_DIR", str(tmp_path / "mine"))
+    assert _check()[0] == 0
+    assert list((tmp_path / "mine").glob("check-*.json"))
+
+
+def test_new_lawkit_code_drops_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_workspace(tmp_path, 2)
+    cache = CheckCache(ws.laws)
+    check_workspace(ws, cache=cache)
+    cache.save()
+    assert CheckCache(ws.laws).get("laws/cell00000.yaml", "atom",
+                                   (ws.laws / "cell00000.yaml").read_bytes()) is not None
+    monkeypatch.setattr(checkcache, "_code_fingerprint", lambda: "another lawkit")
+    assert CheckCache(ws.laws).get("laws/cell00000.yaml", "atom",
+                                   (ws.laws / "cell00000.yaml").read_bytes()) is None
+
+
+def test_switching_branches_back_finds_the_first_side_still_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_workspace(tmp_path, 4)
+    side_a = {p: p.read_bytes() for p in ws.laws.glob("*.yaml")}
+    for text in (side_a, {p: raw.replace(b"crs", b"abc") for p, raw in side_a.items()}):
+        for path, raw in text.items():
+            path.write_bytes(raw)
+        cache = CheckCache(ws.laws)
+        check_workspace(ws, cache=cache)
+        cache.save()
+    for path, raw in side_a.items():
+        path.write_bytes(raw)
+    monkeypatch.setattr(check_module, "file_facts", lambda *_: pytest.fail("parsed"))
+    assert check_workspace(ws, cache=CheckCache(ws.laws)).ok
+
+
+def test_old_entries_are_dropped_beyond_three_times_the_files(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, 2)
+    law = ws.laws / "cell00000.yaml"
+    original = law.read_text()
+    for i in range(10):
+        law.write_text(original + f"# edit {i}\n")
+        cache = CheckCache(ws.laws)
+        check_workspace(ws, cache=cache)
+        cache.save()
+    stored = json.loads(cache.path.read_text())["entries"]
+    assert len(stored) == 2 + checkcache.KEEP_OTHERS * 2
