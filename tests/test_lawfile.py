@@ -134,3 +134,30 @@ def test_plain_scalars_read_as_pyyaml_reads_them(plain: str) -> None:
     else:
         assert ours == theirs
         assert str(ours) == str(theirs)  # the sign of -0.0 too
+
+
+@given(st.lists(st.one_of(
+    st.sampled_from(["1_000", "017", "0x1F", ".inf", "1:30", "yes", "~", "null", "", "<<", "=",
+                     "!", "2001-12-14", "1e10", "-.5", "y", "Off", "0b1", "NULL", "&", "*"]),
+    st.text(alphabet="0123456789+-._:eExXoObBaNnyYtTfF~<=", max_size=8)), min_size=1,
+    max_size=20))
+def test_lawkits_loader_tags_every_node_as_pyyamls_safe_loader_does(plains: list[str]) -> None:
+    from lawkit import yamlsafe
+
+    text = "".join(f"k{i}: {p!s}\n" if p.strip(" ") and p[0] not in "!&*" else f"k{i}: {p}x\n"
+                   for i, p in enumerate(plains))
+    text += f"l: [{', '.join(repr(p) for p in plains)}]\n"
+    try:
+        theirs = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return
+    ours = yaml.compose(text, Loader=yamlsafe.Loader)
+
+    def walk(node: yaml.Node) -> list[tuple[str, str]]:
+        if isinstance(node, yaml.ScalarNode):
+            return [(node.tag, node.value)]
+        children = [c for pair in node.value for c in pair] if isinstance(
+            node, yaml.MappingNode) else node.value
+        return [(node.tag, "")] + [t for child in children for t in walk(child)]
+
+    assert walk(ours) == walk(theirs)
