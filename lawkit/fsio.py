@@ -16,8 +16,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from lawkit.errors import RefusalError
@@ -83,17 +82,7 @@ def replace_files(writes: Sequence[tuple[Path, bytes]], *, shown: dict[Path, str
     A failure while preparing removes every temp and raises RefusalError: nothing replaced.
     """
     names = shown or {}
-    replace_temps(_prepare_all(writes, names), shown=names)
-
-
-def replace_temps(temps: Sequence[tuple[Path, Path]], *, shown: dict[Path, str] | None = None,
-                  ) -> None:
-    """Rename each (temp, path), its temp written and fsynced, over its path; fsync the folders.
-
-    A failed rename removes the temps not yet renamed and raises RefusalError: the files before
-    it are new, it and those after it old.
-    """
-    names = shown or {}
+    temps = _prepare_all(writes, names)
     folders = set()
     for temp, path in temps:
         try:
@@ -124,6 +113,8 @@ def _prepare_all(writes: Sequence[tuple[Path, bytes]], names: dict[Path, str],
             for path, data in writes:
                 temps.append((_prepare(path, data, names.get(path, str(path))), path))
         else:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=_FSYNC_THREADS) as pool:
                 futures = [(pool.submit(_prepare, path, data, names.get(path, str(path))), path)
                            for path, data in writes]
@@ -145,54 +136,6 @@ def _prepare_all(writes: Sequence[tuple[Path, bytes]], names: dict[Path, str],
 
 _PARALLEL_FROM = 8
 _FSYNC_THREADS = 16
-
-
-class TempWriter:
-    """Temp files written and fsynced on a few threads while the caller goes on.
-
-    `rekey` starts the write of each file's new bytes as soon as they are verified, so that the
-    disk's fsyncs overlap the parsing of the files after it rather than follow it all. The
-    threads start with the first write, so a writer made before a fork is copied empty.
-    """
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[tuple[Path, Future[Path]]] = []
-
-    def start(self, path: Path, data: bytes, shown: str) -> None:
-        """Write `data` to a new temp file beside `path` and fsync it, on a thread."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=_FSYNC_THREADS)
-        self._pending.append((path, self._pool.submit(_prepare, path, data, shown)))
-
-    def finish(self) -> dict[Path, Path | RefusalError]:
-        """Wait for every write started: for each path its temp, or the RefusalError its write
-        raised (an error of any other kind, a bug, is raised once the temps are removed)."""
-        pending, self._pending = self._pending, []
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-        done: dict[Path, Path | RefusalError] = {}
-        bug: BaseException | None = None
-        for path, future in pending:
-            error = future.exception()
-            if error is None:
-                done[path] = future.result()
-            elif isinstance(error, RefusalError):
-                done[path] = error
-            else:
-                bug = bug or error
-        if bug is not None:
-            remove_temps(t for t in done.values() if isinstance(t, Path))
-            raise bug
-        return done
-
-
-def remove_temps(temps: Iterable[Path]) -> None:
-    """Remove temp files written but not renamed (those already gone are fine)."""
-    for temp in temps:
-        with contextlib.suppress(OSError):
-            temp.unlink()
 
 
 def _prepare(path: Path, data: bytes, shown: str) -> Path:

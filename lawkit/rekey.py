@@ -27,7 +27,7 @@ from lawkit.digest import current_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.lawbytes import read_bytes
 from lawkit.lawwrite import provenance_entry
-from lawkit.workers import map_chunks_in_workers
+from lawkit.workers import map_in_workers
 
 LOCK_WAIT_S = 5.0
 
@@ -115,13 +115,6 @@ class _Prepared:
     old: bytes
     new: bytes
     change: Change
-    temp: Path | None = None  # where `new` was written, to be renamed over `path`
-
-
-@dataclass(frozen=True)
-class _WriteFailed:
-    detail: str
-    path: str | None
 
 
 @dataclass(frozen=True)
@@ -136,7 +129,7 @@ class _Refused:
     line: int | None
 
 
-_Outcome = _Prepared | _Unchanged | Skip | _Refused | _WriteFailed
+_Outcome = _Prepared | _Unchanged | Skip | _Refused
 
 
 class _Skipped(Exception):
@@ -198,46 +191,19 @@ def rekey(
             except LawkitError as exc:
                 return _Refused(exc.detail, exc.path, exc.line)
 
-        def prepare_and_write(chunk: list[Path]) -> list[_Outcome]:
-            """Each file's outcome; with the new bytes of each written to a temp file as soon
-            as they are verified (the fsyncs overlap the parsing of the next files)."""
-            if dry_run:
-                return [prepare(path) for path in chunk]
-            writer = fsio.TempWriter()
-            outcomes = []
-            for path in chunk:
-                outcome = prepare(path)
-                if isinstance(outcome, _Prepared):
-                    writer.start(outcome.path, outcome.new, outcome.shown)
-                outcomes.append(outcome)
-            temps = writer.finish()
-            return [_written(o, temps[o.path]) if isinstance(o, _Prepared) else o
-                    for o in outcomes]
-
-        outcomes = map_chunks_in_workers(prepare_and_write, files)
-        prepared = [o for o in outcomes if isinstance(o, _Prepared)]
+        outcomes = map_in_workers(prepare, files)
         refusals = [o for o in outcomes if isinstance(o, _Refused)]
-        failed = [o for o in outcomes if isinstance(o, _WriteFailed)]
-        if refusals or failed:
-            fsio.remove_temps(p.temp for p in prepared if p.temp is not None)
-            if refusals:
-                raise _refusal(refusals)
-            raise RefusalError(failed[0].detail, path=failed[0].path)
+        if refusals:
+            raise _refusal(refusals)
+        prepared = [o for o in outcomes if isinstance(o, _Prepared)]
         report.changed.extend(p.change for p in prepared)
         report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
         report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
-        fsio.replace_temps([(p.temp, p.path) for p in prepared if p.temp is not None],
+        fsio.replace_files([(p.path, p.new) for p in prepared],
                            shown={p.path: p.shown for p in prepared})
-        fsio.remove_stray_temps(ws.laws)  # those of a worker that died, its files redone here
     return report
-
-
-def _written(prepared: _Prepared, temp: Path | RefusalError) -> _Prepared | _WriteFailed:
-    if isinstance(temp, RefusalError):
-        return _WriteFailed(temp.detail, temp.path)
-    return dataclasses.replace(prepared, temp=temp)
 
 
 def rekeyed_bytes(raw: bytes, shown: str, *, key: str, to: str, at: str, why: str,

@@ -21,15 +21,7 @@ _FILES_PER_WORKER = 150  # below this a fork costs more than it saves
 
 
 def map_in_workers(fn: Callable[[_Item], _Result], items: Iterable[_Item]) -> list[_Result]:
-    """`[fn(item) for item in items]`, shared with forked worker processes when there are many
-    (see `map_chunks_in_workers`)."""
-    return map_chunks_in_workers(lambda chunk: [fn(item) for item in chunk], items)
-
-
-def map_chunks_in_workers(run: Callable[[list[_Item]], list[_Result]], items: Iterable[_Item],
-                          ) -> list[_Result]:
-    """`run(list(items))`, the items split into contiguous chunks among forked worker processes
-    when there are many; `run` returns one result per item of its chunk.
+    """`[fn(item) for item in items]`, shared with forked worker processes when there are many.
 
     Parsing dominates `check` and `rekey` on a large workspace (about 1 ms a law file, nearly
     all of it in PyYAML and pydantic, under the GIL), so the items are split into contiguous
@@ -40,7 +32,7 @@ def map_chunks_in_workers(run: Callable[[list[_Item]], list[_Result]], items: It
     """
     todo = list(items)
     with _collector_paused():
-        return _mapped(run, todo)
+        return _mapped(fn, todo)
 
 
 @contextlib.contextmanager
@@ -62,10 +54,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _mapped(run: Callable[[list[_Item]], list[_Result]], todo: list[_Item]) -> list[_Result]:
+def _mapped(fn: Callable[[_Item], _Result], todo: list[_Item]) -> list[_Result]:
     workers = min(_cpus(), 4, len(todo) // _FILES_PER_WORKER)
     if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
-        return run(todo)
+        return [fn(item) for item in todo]
     size = -(-len(todo) // workers)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
     children: list[tuple[int, int, list[_Item]]] = []
@@ -74,12 +66,12 @@ def _mapped(run: Callable[[list[_Item]], list[_Result]], todo: list[_Item]) -> l
             read_end, write_end = os.pipe()
             pid = os.fork()
             if pid == 0:  # pragma: no cover  (the worker: it never returns)
-                _work(run, chunk, read_end, write_end)
+                _work(fn, chunk, read_end, write_end)
             os.close(write_end)
             children.append((pid, read_end, chunk))
-        results = run(chunks[0])
+        results = [fn(item) for item in chunks[0]]
         for pid, read_end, chunk in children:
-            results += _gather(run, pid, read_end, chunk)
+            results += _gather(fn, pid, read_end, chunk)
     finally:
         for pid, read_end, _chunk in children:
             with contextlib.suppress(OSError):
@@ -89,12 +81,12 @@ def _mapped(run: Callable[[list[_Item]], list[_Result]], todo: list[_Item]) -> l
     return results
 
 
-def _work(run: Callable[[list[_Item]], list[_Result]], chunk: list[_Item], read_end: int,
+def _work(fn: Callable[[_Item], _Result], chunk: list[_Item], read_end: int,
           write_end: int) -> NoReturn:
     code = 1
     try:
         os.close(read_end)
-        data = pickle.dumps(run(chunk), protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps([fn(item) for item in chunk], protocol=pickle.HIGHEST_PROTOCOL)
         with open(write_end, "wb") as out:
             out.write(data)
         code = 0
@@ -102,8 +94,7 @@ def _work(run: Callable[[list[_Item]], list[_Result]], chunk: list[_Item], read_
         os._exit(code)
 
 
-def _gather(run: Callable[[list[_Item]], list[_Result]], pid: int, read_end: int,
-            chunk: list[_Item],
+def _gather(fn: Callable[[_Item], _Result], pid: int, read_end: int, chunk: list[_Item],
             ) -> list[_Result]:
     with open(read_end, "rb", closefd=False) as pipe:
         data = pipe.read()
@@ -113,7 +104,7 @@ def _gather(run: Callable[[list[_Item]], list[_Result]], pid: int, read_end: int
             part: list[_Result] = pickle.loads(data)
             if len(part) == len(chunk):
                 return part
-    return run(chunk)
+    return [fn(item) for item in chunk]
 
 
 def _cpus() -> int:
