@@ -72,7 +72,10 @@ def check(
     laws: str | Path | None = None,
     config: str | Path | None = None,
 ) -> CheckReport:
-    """`lawkit check`: every law file valid, explained, on the current digest (`.ok`)."""
+    """`lawkit check`: every law file valid, explained, on the current digest (`.ok`).
+
+    Every file is parsed: the command's cache (see `lawkit.checkcache`) is left to the CLI.
+    """
     from lawkit.check import check_workspace
 
     return check_workspace(_workspace(workspace, config=config, engine=engine, laws=laws))

@@ -121,6 +121,12 @@ class FileFacts:
     identity: str | None = None
     labels_line: int | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as plain data (what the cache stores; `dataclasses.asdict` is 5x slower)."""
+        return {"named": self.named, "key_line": self.key_line,
+                "problems": [dict(vars(problem)) for problem in self.problems],
+                "identity": self.identity, "labels_line": self.labels_line}
+
     def problems_at(self, shown: str, digest: str) -> list[Problem]:
         """The file's problems with the engine at `digest`: stale first, then the others."""
         if self.named is None or self.named == digest:
@@ -136,27 +142,30 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None) -> CheckR
     With a `cache`, files whose facts it holds (same path, key name and bytes) are not parsed
     again, and the facts of the others are added to it.
     """
-    paths = law_paths(ws.laws, ws)
+    paths = law_files(ws.laws, ws)
     digest = current_digest(ws)
     key = ws.digest.key
     shown = [ws.rel(p) for p in paths]
     raws: list[bytes] = []
+    entries: list[str] = []
     facts: list[FileFacts | None] = []
     for path, name in zip(paths, shown, strict=True):
         try:
             raw = read_bytes(path, name)
         except LawFileError as exc:
             raws.append(b"")
+            entries.append("")
             facts.append(_invalid(exc, name))
             continue
         raws.append(raw)
-        facts.append(cache.get(name, key, raw) if cache is not None else None)
+        entries.append(cache.entry(name, key, raw) if cache is not None else "")
+        facts.append(cache.get(entries[-1]) if cache is not None else None)
     todo = [i for i, found in enumerate(facts) if found is None]
     for i, found in zip(todo, map_in_workers(lambda i: file_facts(raws[i], shown[i], key), todo),
                         strict=True):
         facts[i] = found
         if cache is not None:
-            cache.put(shown[i], key, raws[i], found)
+            cache.put(entries[i], found)
     problems: list[Problem] = []
     first_with: dict[str, str] = {}
     for name, file in zip(shown, facts, strict=True):
@@ -197,6 +206,11 @@ def _invalid(exc: LawFileError, shown: str) -> FileFacts:
 
 def law_paths(folder: Path, ws: Workspace | None = None) -> list[Path]:
     """Every `*.yaml` below `folder`, recursively, in path order (temp files left out)."""
+    return [Path(path) for path in law_files(folder, ws)]
+
+
+def law_files(folder: Path, ws: Workspace | None = None) -> list[str]:
+    """`law_paths` as strings (a `Path` costs about 10 us to make: 0.1 s at 10,000 files)."""
     if not folder.is_dir():
         shown = ws.rel(folder) if ws else str(folder)
         raise ConfigError(f"the laws folder {shown} does not exist: create it, or point "
@@ -208,7 +222,7 @@ def law_paths(folder: Path, ws: Workspace | None = None) -> list[Path]:
         for name in filenames:
             if name.endswith(".yaml") and not name.startswith(TEMP_PREFIX):
                 found.append(((*parts, name), os.path.join(dirpath, name)))
-    return [Path(path) for _parts, path in sorted(found)]
+    return [path for _parts, path in sorted(found)]
 
 
 def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:

@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -63,22 +62,31 @@ class CheckCache:
         self._used: dict[str, dict[str, Any]] = {}
         self._added = False
 
-    def get(self, shown: str, key: str, raw: bytes) -> FileFacts | None:
-        """The facts stored for this file, or None."""
-        name = _entry_name(shown, key, raw)
-        stored = self._stored.get(name)
+    @staticmethod
+    def entry(shown: str, key: str, raw: bytes) -> str:
+        """The name a file's facts are stored under: sha256 of its path as shown, the key's
+        name and its bytes."""
+        digest = hashlib.sha256()
+        for part in (shown, key):
+            digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(raw)
+        return digest.hexdigest()
+
+    def get(self, entry: str) -> FileFacts | None:
+        """The facts stored under `entry`, or None."""
+        stored = self._stored.get(entry)
         if stored is None:
             return None
         try:
             facts = _facts(stored)
         except (KeyError, TypeError, ValueError):
             return None
-        self._used[name] = stored
+        self._used[entry] = stored
         return facts
 
-    def put(self, shown: str, key: str, raw: bytes, facts: FileFacts) -> None:
-        """Remember the facts of this file."""
-        self._used[_entry_name(shown, key, raw)] = {**asdict(facts), "run": self._run}
+    def put(self, entry: str, facts: FileFacts) -> None:
+        """Store a file's facts under `entry`."""
+        self._used[entry] = {**facts.to_dict(), "run": self._run}
         self._added = True
 
     def save(self) -> None:
@@ -119,14 +127,6 @@ class CheckCache:
                 or not isinstance(document.get("entries"), dict):
             return 1, {}
         return document["run"] + 1, document["entries"]
-
-
-def _entry_name(shown: str, key: str, raw: bytes) -> str:
-    digest = hashlib.sha256()
-    for part in (shown, key):
-        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
-    digest.update(raw)
-    return digest.hexdigest()
 
 
 def _facts(stored: dict[str, Any]) -> FileFacts:

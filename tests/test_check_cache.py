@@ -180,11 +180,11 @@ def test_new_lawkit_code_drops_the_cache(tmp_path: Path, monkeypatch: pytest.Mon
     cache = CheckCache(ws.laws)
     check_workspace(ws, cache=cache)
     cache.save()
-    assert CheckCache(ws.laws).get("laws/cell00000.yaml", "atom",
-                                   (ws.laws / "cell00000.yaml").read_bytes()) is not None
+    entry = CheckCache.entry("laws/cell00000.yaml", "atom",
+                             (ws.laws / "cell00000.yaml").read_bytes())
+    assert CheckCache(ws.laws).get(entry) is not None
     monkeypatch.setattr(checkcache, "_code_fingerprint", lambda: "another lawkit")
-    assert CheckCache(ws.laws).get("laws/cell00000.yaml", "atom",
-                                   (ws.laws / "cell00000.yaml").read_bytes()) is None
+    assert CheckCache(ws.laws).get(entry) is None
 
 
 def test_switching_branches_back_finds_the_first_side_still_cached(
