@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -97,17 +95,6 @@ def test_a_renamed_file_is_shown_under_its_new_name(tmp_path: Path) -> None:
     out = _check()[1]
     assert "laws/renamed.yaml:6: unexplained" in out
     assert "cell00000" not in out
-
-
-def test_a_warm_check_imports_neither_pyyaml_nor_pydantic(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 3)
-    probe = ("import sys\nfrom lawkit.cli import app\ntry:\n    app(['check'])\n"
-             "except SystemExit as exc:\n    code = exc.code\n"
-             "heavy = sorted(m for m in ('yaml', 'pydantic', 'numpy') if m in sys.modules)\n"
-             "print(code, heavy)\n")
-    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
-                           text=True, check=True).stdout.splitlines()[-1] for _ in range(2)]
-    assert runs == ["0 ['pydantic', 'yaml']", "0 []"]
 
 
 def test_check_never_writes_into_the_workspace_and_no_cache_writes_nothing(
