@@ -15,7 +15,7 @@ PyYAML nor pydantic. So a 1,000-file check falls from over a second to about a q
 - It is JSON, never pickle (the file is data, not code), one file per laws folder under
   `$LAWKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/lawkit`, else `~/.cache/lawkit`, so nothing is
   ever written into the user's repository. It is written whole to a temp file then renamed,
-  and only when something changed.
+  and only when something changed; a temp left by a check killed mid-save goes at a later save.
 - A cache that cannot be read or written is ignored: `check` never fails because of it.
   `lawkit check --no-cache` neither reads nor writes it.
 """
@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,10 @@ from lawkit.check import FileFacts, Problem
 FORMAT = 1
 KEEP_OTHERS = 3
 """Entries of files not seen in a run are kept up to this many times the files seen."""
+ABANDONED_AFTER_S = 3600
+"""A save's temp file older than this was left by a check killed mid-save: the next save
+removes it."""
+_TEMP_PREFIX, _TEMP_SUFFIX = ".check-", ".tmp"
 _CODE = ("check.py", "checkcache.py", "errors.py", "lawbytes.py", "lawfile.py", "yamlsafe.py")
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
@@ -105,7 +110,9 @@ class CheckCache:
         document = {"format": FORMAT, "code": self.code, "run": self._run, "entries": entries}
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".check-", suffix=".tmp")
+            _remove_abandoned_temps(self.path.parent)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=_TEMP_PREFIX,
+                                        suffix=_TEMP_SUFFIX)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
                     json.dump(document, out, separators=(",", ":"))
@@ -127,6 +134,16 @@ class CheckCache:
                 or not isinstance(document.get("entries"), dict):
             return 1, {}
         return document["run"] + 1, document["entries"]
+
+
+def _remove_abandoned_temps(folder: Path) -> None:
+    """Remove temps of saves killed before their rename: those over an hour old (a younger
+    one may belong to a check saving right now)."""
+    cutoff = time.time() - ABANDONED_AFTER_S
+    for temp in folder.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
+        with contextlib.suppress(OSError):
+            if temp.stat().st_mtime < cutoff:
+                temp.unlink()
 
 
 def _facts(stored: dict[str, Any]) -> FileFacts:

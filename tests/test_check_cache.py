@@ -201,3 +201,17 @@ def test_old_entries_are_dropped_beyond_three_times_the_files(tmp_path: Path) ->
         cache.save()
     stored = json.loads(cache.path.read_text())["entries"]
     assert len(stored) == 2 + checkcache.KEEP_OTHERS * 2
+
+
+def test_a_save_removes_the_temps_of_saves_killed_over_an_hour_ago(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2)
+    folder = tmp_path / "home" / ".cache" / "lawkit"
+    folder.mkdir(parents=True)
+    old, recent = folder / ".check-killed.tmp", folder / ".check-saving-now.tmp"
+    for temp in (old, recent):
+        temp.write_text("{")
+    hours_ago = os.stat(old).st_mtime - checkcache.ABANDONED_AFTER_S - 60
+    os.utime(old, (hours_ago, hours_ago))
+    assert _check()[0] == 0
+    assert not old.exists() and recent.exists()
+    assert len(_cache_files(tmp_path / "home")) == 1
