@@ -191,12 +191,16 @@ def file_facts(raw: bytes, shown: str, key: str) -> FileFacts:
         law_file = lawfile.parse(raw, shown, key=key)
     except LawFileError as exc:
         return _invalid(exc, shown)
-    identity = None
-    if law_file.labels:
-        identity = ", ".join(f"{k}={v!r}" for k, v in sorted(law_file.labels.items()))
     return FileFacts(named=law_file.host.key[key], key_line=law_file.line("host", "key", key),
-                     problems=tuple(integrity_problems(law_file, key)), identity=identity,
-                     labels_line=law_file.line("labels"))
+                     problems=tuple(integrity_problems(law_file, key)),
+                     identity=identity_of(law_file), labels_line=law_file.line("labels"))
+
+
+def identity_of(law_file: LawFile) -> str | None:
+    """What a file prices, by its labels (two files may not price the same): None without."""
+    if not law_file.labels:
+        return None
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(law_file.labels.items()))
 
 
 def _invalid(exc: LawFileError, shown: str) -> FileFacts:

@@ -18,6 +18,9 @@ PyYAML nor pydantic. So a 1,000-file check falls from over a second to about a q
   and only when something changed; a temp left by a check killed mid-save goes at a later save.
 - A cache that cannot be read or written is ignored: `check` never fails because of it.
   `lawkit check --no-cache` neither reads nor writes it.
+- `rekey` reads it (a file whose facts show it valid and its provenance in order is edited by
+  its node tree alone) and adds the facts of the files it writes: the key it set, on its line;
+  no problem; the labels it verified unchanged.
 """
 
 from __future__ import annotations

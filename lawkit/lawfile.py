@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -239,6 +240,26 @@ class LawFile(BaseModel):
     def line(self, *path: str | int) -> int | None:
         """The line of a key path in the file (or of its nearest ancestor)."""
         return self.document.line(path)
+
+
+@dataclass(frozen=True)
+class LawText:
+    """A law file's text and node tree, without its validated model: what `rekey` edits a file
+    by when `check`'s cache already vouches for the file."""
+
+    path: str
+    text: str
+    document: yamlsafe.Document
+
+    def line(self, *path: str | int) -> int | None:
+        """The line of a key path in the file (or of its nearest ancestor)."""
+        return self.document.line(path)
+
+
+def law_text(raw: bytes, shown: str) -> LawText:
+    """The text and node tree of a law file's bytes (see `LawText`)."""
+    text = yamlsafe.decode(raw, shown)
+    return LawText(path=shown, text=text, document=yamlsafe.load_nodes(text, shown))
 
 
 def body_hash(laws: list[Law]) -> str:

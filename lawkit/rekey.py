@@ -18,16 +18,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lawkit import fsio, lawfile, textedit
-from lawkit.check import integrity_problems, law_paths
+from lawkit import fsio, lawfile, textedit, yamlsafe
+from lawkit.check import FileFacts, identity_of, integrity_problems, law_paths
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.lawbytes import read_bytes
 from lawkit.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
+
+if TYPE_CHECKING:
+    from lawkit.checkcache import CheckCache
 
 LOCK_WAIT_S = 5.0
 
@@ -115,6 +118,7 @@ class _Prepared:
     old: bytes
     new: bytes
     change: Change
+    after: FileFacts  # what `check` will find in `new`, for its cache
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,13 @@ def rekey(
     dry_run: bool = False,
     paths: Sequence[Path] | None = None,
     at: datetime.datetime | None = None,
+    cache: CheckCache | None = None,
 ) -> RekeyReport:
     """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
 
-    With `adopt`, append an `adopt` entry to each file that has no provenance instead.
+    With `adopt`, append an `adopt` entry to each file that has no provenance instead. With
+    `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not validated
+    again, and what `check` will find in each file written goes into it.
     """
     length, key = ws.digest.length, ws.digest.key
     why = _one_line(why, "--why")
@@ -180,10 +187,13 @@ def rekey(
             """What happens to one file, as a value: it may come back from a worker process."""
             shown = ws.rel(path)
             try:
+                raw = read_bytes(path, shown)
                 if adopt:
-                    return _prepare_adopt(path, shown, key, when, why, from_)
+                    return _prepare_adopt(path, shown, raw, key, when, why, from_)
                 assert target is not None
-                return _prepare_rekey(path, shown, key, target, when, why, refs, from_)
+                known = cache.get(cache.entry(shown, key, raw)) if cache is not None else None
+                return _prepare_rekey(path, shown, raw, known, key, target, when, why, refs,
+                                      from_)
             except _AtTarget:
                 return _Unchanged(shown)
             except _Skipped as skip:
@@ -203,6 +213,10 @@ def rekey(
             return dataclasses.replace(report, diff=_diff(prepared))
         fsio.replace_files([(p.path, p.new) for p in prepared],
                            shown={p.path: p.shown for p in prepared})
+        if cache is not None:
+            for p in prepared:
+                cache.put(cache.entry(p.shown, key, p.new), p.after)
+            cache.save()
     return report
 
 
@@ -213,70 +227,81 @@ def rekeyed_bytes(raw: bytes, shown: str, *, key: str, to: str, at: str, why: st
     `raw` unchanged when the file already names `to`; RefusalError (nothing else changes)
     when the provenance does not explain the key or the body, or the edit cannot be placed.
     """
-    law_file = lawfile.parse(raw, shown, key=key)
-    if law_file.host.key[key] == to:
+    try:
+        return _prepare_rekey(Path(shown), shown, raw, None, key, to, at, why, list(refs),
+                              None).new
+    except _AtTarget:
         return raw
-    return _rekey_edit(raw, law_file, key, to, at, why, list(refs))
 
 
 def adopted_bytes(raw: bytes, shown: str, *, key: str, at: str, why: str) -> bytes:
     """A law file's bytes with one `adopt` entry appended (`raw` if it has provenance)."""
-    law_file = lawfile.parse(raw, shown, key=key)
-    if law_file.host.provenance:
+    try:
+        return _prepare_adopt(Path(shown), shown, raw, key, at, why, None).new
+    except _Skipped:
         return raw
-    return _adopt_edit(raw, law_file, key, at, why)
 
 
-def _prepare_rekey(path: Path, shown: str, key: str, target: str, when: str, why: str,
-                   refs: list[str], from_: str | None) -> _Prepared:
-    raw, law_file = _load(path, shown, key)
-    named = law_file.host.key[key]
+def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, key: str,
+                   target: str, when: str, why: str, refs: list[str], from_: str | None,
+                   ) -> _Prepared:
+    """The file re-keyed; `known` is what check's cache holds for `raw`, if anything: a valid
+    file without problems is then edited by its node tree alone, not validated again."""
+    source: lawfile.LawFile | lawfile.LawText
+    law_file: lawfile.LawFile | None = None
+    if known is not None and known.named is not None and not known.problems:
+        named = known.named
+    else:
+        law_file = lawfile.parse(raw, shown, key=key)
+        named = law_file.host.key[key]
     if named == target:
         raise _AtTarget
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
-    new = _rekey_edit(raw, law_file, key, target, when, why, refs)
-    return _Prepared(path, shown, raw, new, Change(shown, "rekey", named, target))
+    if law_file is None:
+        assert known is not None
+        identity, source = known.identity, lawfile.law_text(raw, shown)
+    else:
+        problems = integrity_problems(law_file, key)
+        if problems:
+            raise RefusalError(problems[0].message, path=shown, line=problems[0].line)
+        identity, source = identity_of(law_file), law_file
+    fields = {"from": named, "to": target, "at": when, "why": why, "refs": refs}
+    edits = [textedit.key_edit(source, key, target),
+             textedit.provenance_edit(source, provenance_entry("rekey", fields))]
+    new, after = _verified(raw, source, edits, key, target, {"rekey": fields})
+    return _Prepared(path, shown, raw, new, Change(shown, "rekey", named, target),
+                     _facts_after(after, key, target, identity))
 
 
-def _prepare_adopt(path: Path, shown: str, key: str, when: str, why: str,
+def _prepare_adopt(path: Path, shown: str, raw: bytes, key: str, when: str, why: str,
                    from_: str | None) -> _Prepared:
-    raw, law_file = _load(path, shown, key)
+    law_file = lawfile.parse(raw, shown, key=key)
     named = law_file.host.key[key]
     if law_file.host.provenance:
         raise _Skipped("already adopted (it has provenance)")
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
-    new = _adopt_edit(raw, law_file, key, when, why)
-    return _Prepared(path, shown, raw, new, Change(shown, "adopt", named, named))
-
-
-def _rekey_edit(raw: bytes, law_file: lawfile.LawFile, key: str, to: str, at: str, why: str,
-                refs: list[str]) -> bytes:
-    problems = integrity_problems(law_file, key)
-    if problems:
-        raise RefusalError(problems[0].message, path=law_file.path, line=problems[0].line)
-    fields = {"from": law_file.host.key[key], "to": to, "at": at, "why": why, "refs": refs}
-    edits = [textedit.key_edit(law_file, key, to),
-             textedit.provenance_edit(law_file, provenance_entry("rekey", fields))]
-    return _verified(raw, law_file, edits, key, to, {"rekey": fields})
-
-
-def _adopt_edit(raw: bytes, law_file: lawfile.LawFile, key: str, at: str, why: str) -> bytes:
-    named = law_file.host.key[key]
-    fields = {"digest": named, "at": at, "why": why, "body": law_file.body_hash()}
+    fields = {"digest": named, "at": when, "why": why, "body": law_file.body_hash()}
     edits = [textedit.provenance_edit(law_file, provenance_entry("adopt", fields))]
-    return _verified(raw, law_file, edits, key, named, {"adopt": fields})
+    new, after = _verified(raw, law_file, edits, key, named, {"adopt": fields})
+    return _Prepared(path, shown, raw, new, Change(shown, "adopt", named, named),
+                     _facts_after(after, key, named, identity_of(law_file)))
 
 
-def _load(path: Path, shown: str, key: str) -> tuple[bytes, lawfile.LawFile]:
-    raw = read_bytes(path, shown)
-    return raw, lawfile.parse(raw, shown, key=key)
+def _facts_after(after: yamlsafe.Document, key: str, named: str, identity: str | None,
+                 ) -> FileFacts:
+    """What `check` finds in a file rekey wrote: the key it set, on the line it now has, and
+    no problem (the new entry explains the key; the laws are those the entries vouch for)."""
+    return FileFacts(named=named, key_line=after.line(("host", "key", key)), problems=(),
+                     identity=identity, labels_line=after.line(("labels",)))
 
 
-def _verified(raw: bytes, law_file: lawfile.LawFile, edits: list[textedit.Edit], key: str,
-              new_key: str, entry: dict[str, Any]) -> bytes:
-    """The edited bytes, once shown to differ by the edits alone and to read back as intended."""
+def _verified(raw: bytes, law_file: lawfile.LawFile | lawfile.LawText,
+              edits: list[textedit.Edit], key: str, new_key: str, entry: dict[str, Any],
+              ) -> tuple[bytes, yamlsafe.Document]:
+    """The edited bytes, once shown to differ by the edits alone and to read back as intended,
+    with the node tree they read back as."""
     shown = law_file.path
     old_text = law_file.text
     new_text = textedit.apply_edits(old_text, edits)
@@ -284,15 +309,15 @@ def _verified(raw: bytes, law_file: lawfile.LawFile, edits: list[textedit.Edit],
         raise RefusalError("the edit would change more than the key and one provenance line "
                            "(a lawkit bug: please report it with this file)", path=shown)
     lawfile.ProvenanceEntry.model_validate(entry)
-    where = textedit.reads_as_intended(law_file.document.nodes[()],
-                                       textedit.reread(new_text, shown), key=key,
+    new_root = textedit.reread(new_text, shown)
+    where = textedit.reads_as_intended(law_file.document.nodes[()], new_root, key=key,
                                        digest=new_key, entry=entry)
     if where is not None:
         raise RefusalError(f"the edited file would read back with {where} changed, not just "
                            "the key and one provenance entry: edit it by hand, or report it "
                            "with this file", path=shown, line=law_file.line("host"))
     bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
-    return bom + new_text.encode("utf-8")
+    return bom + new_text.encode("utf-8"), yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
 
 
 def _diff(prepared: list[_Prepared]) -> str:

@@ -18,7 +18,7 @@ import yaml
 
 from lawkit import yamlsafe
 from lawkit.errors import RefusalError
-from lawkit.lawfile import LawFile
+from lawkit.lawfile import LawFile, LawText
 
 _ITEM_PREFIX = re.compile(r" *- +\Z")
 _REST_OF_LINE = re.compile(r"[ \t]*(#[^\r\n]*)?")
@@ -34,7 +34,7 @@ class Edit:
     new: str
 
 
-def key_edit(law_file: LawFile, key: str, digest: str) -> Edit:
+def key_edit(law_file: LawFile | LawText, key: str, digest: str) -> Edit:
     """Replace the quoted scalar of `host.key.<key>` with `digest`, in the same quotes."""
     node = law_file.document.nodes[("host", "key", key)]
     text = law_file.text
@@ -49,7 +49,7 @@ def key_edit(law_file: LawFile, key: str, digest: str) -> Edit:
     return Edit(start, end, f"{quote}{digest}{quote}")
 
 
-def provenance_edit(law_file: LawFile, entry: str) -> Edit:
+def provenance_edit(law_file: LawFile | LawText, entry: str) -> Edit:
     """Insert `- {entry}` as a new last line of `host.provenance`, adding the key if missing."""
     nodes = law_file.document.nodes
     host = nodes[("host",)]
@@ -100,7 +100,7 @@ def newline_of(text: str) -> str:
     return found.group() if found else "\n"
 
 
-def _appended_item(law_file: LawFile, provenance: yaml.Node, entry: str) -> Edit:
+def _appended_item(law_file: LawFile | LawText, provenance: yaml.Node, entry: str) -> Edit:
     text = law_file.text
     line = provenance.start_mark.line + 1
     if not isinstance(provenance, yaml.SequenceNode) or provenance.flow_style \
@@ -122,7 +122,7 @@ def _appended_item(law_file: LawFile, provenance: yaml.Node, entry: str) -> Edit
     return _insert_after_line(law_file, last.end_mark.index, [prefix + entry], last_line)
 
 
-def _new_provenance(law_file: LawFile, host: yaml.Node, entry: str) -> Edit:
+def _new_provenance(law_file: LawFile | LawText, host: yaml.Node, entry: str) -> Edit:
     assert isinstance(host, yaml.MappingNode)
     text = law_file.text
     indent = " " * host.value[0][0].start_mark.column
@@ -148,7 +148,8 @@ def _new_provenance(law_file: LawFile, host: yaml.Node, entry: str) -> Edit:
     return _insert_after_line(law_file, end, lines, host.start_mark.line + 1)
 
 
-def _insert_after_line(law_file: LawFile, index: int, lines: list[str], line: int) -> Edit:
+def _insert_after_line(law_file: LawFile | LawText, index: int, lines: list[str], line: int,
+                       ) -> Edit:
     text = law_file.text
     rest = _REST_OF_LINE.match(text, index)
     assert rest is not None

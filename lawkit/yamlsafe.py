@@ -134,6 +134,18 @@ def decode(raw: bytes, path: str) -> str:
 
 def load(text: str, path: str) -> Document:
     """Parse one YAML document safely; a LawFileError (with the line) for anything else."""
+    root = _compose(text, path)
+    data = _Builder(path).build(root, 0)
+    return Document(data=data, nodes=NodeIndex(root))
+
+
+def load_nodes(text: str, path: str) -> Document:
+    """The node tree of a text `load` has already accepted, without building its data (for a
+    file whose facts `check` cached); the document's `data` is None."""
+    return Document(data=None, nodes=NodeIndex(_compose(text, path)))
+
+
+def _compose(text: str, path: str) -> yaml.Node:
     try:
         if len(text) > MAX_NODES:
             _count_nodes(text, path)
@@ -150,8 +162,7 @@ def load(text: str, path: str) -> Document:
     if root is None:
         raise LawFileError("the file is empty: a law file starts with 'schema: lawkit/1'",
                            path=path)
-    data = _Builder(path).build(root, 0)
-    return Document(data=data, nodes=NodeIndex(root))
+    return root
 
 
 _NODE_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent,

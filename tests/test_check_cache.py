@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,12 @@ from lawfiles import make_engine, make_workspace
 from typer.testing import CliRunner
 
 from lawkit import check as check_module
-from lawkit import checkcache
+from lawkit import checkcache, lawfile
 from lawkit.check import check_workspace
 from lawkit.checkcache import CheckCache
 from lawkit.cli import app
 from lawkit.config import Workspace
+from lawkit.rekey import rekey
 
 runner = CliRunner()
 
@@ -215,3 +218,89 @@ def test_a_save_removes_the_temps_of_saves_killed_over_an_hour_ago(tmp_path: Pat
     assert _check()[0] == 0
     assert not old.exists() and recent.exists()
     assert len(_cache_files(tmp_path / "home")) == 1
+
+
+# -- rekey and the cache ---------------------------------------------------------------------
+
+def _labels_last(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    labels = next(line for line in lines if line.startswith("labels:"))
+    return "".join(line for line in lines if line is not labels) + labels
+
+
+def _key_last_in_host(text: str) -> str:
+    """host's `key` after its laws and provenance (host is the file's last section)."""
+    key = text[text.index("  key:\n"):text.index("  laws:\n")]
+    return text.replace(key, "", 1) + key
+
+
+STYLES: dict[str, Callable[[str], bytes]] = {
+    "as fit writes it": str.encode,
+    "CRLF": lambda text: text.replace("\n", "\r\n").encode(),
+    "BOM": lambda text: b"\xef\xbb\xbf" + text.encode(),
+    "labels after host": lambda text: _labels_last(text).encode(),
+    "key last in host": lambda text: _key_last_in_host(text).encode(),
+    "no labels": lambda text: "".join(line for line in text.splitlines(keepends=True)
+                                      if not line.startswith("labels:")).encode(),
+    "no final newline": lambda text: text.rstrip("\n").encode(),
+    "comments": lambda text: text.replace("host:\n", "host:  # priced\n# about the key\n").encode(),
+}
+
+
+def _styled_workspace(root: Path, *, stale: bool, provenance: str = "fit") -> Workspace:
+    ws = make_workspace(root, len(STYLES), stale=stale, provenance=provenance)
+    for path, style in zip(sorted(ws.laws.glob("*.yaml")), STYLES.values(), strict=True):
+        path.write_bytes(style(path.read_text()))
+    return ws
+
+
+def _parse_nothing(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("a law file was parsed although the cache knows it")
+
+
+@pytest.mark.parametrize("adopt", [False, True])
+def test_the_check_after_a_rekey_is_answered_by_what_rekey_put_in_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, adopt: bool) -> None:
+    ws = _styled_workspace(tmp_path, stale=not adopt, provenance="none" if adopt else "fit")
+    twin = ws.laws / "cell00003.yaml"  # labels after host: a duplicate names their new line
+    twin.write_bytes(twin.read_bytes().replace(b"crs00003", b"crs00000"))
+    assert _check()[0] == 1  # stale or unexplained
+    args = ["rekey", "--why", "a docstring changed", *(["--adopt"] if adopt else [])]
+    assert runner.invoke(app, args).exit_code == 0
+    make_engine(ws.root / "engine", {"atom/later.py": b"x = 2\n"})  # stale: each key's line
+    expected = _check("--no-cache")
+    expected_json = _check("--format", "json", "--no-cache")
+    assert expected[1].count(": stale: ") == len(STYLES), expected
+    assert expected[1].count(": duplicate: ") == 1, expected
+    monkeypatch.setattr(check_module, "file_facts", _parse_nothing)
+    assert _check() == expected
+    assert _check("--format", "json") == expected_json
+
+
+def test_a_rekey_of_files_the_cache_vouches_for_writes_the_same_bytes_without_validating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = _styled_workspace(tmp_path / "cold", stale=True)
+    warm = _styled_workspace(tmp_path / "warm", stale=True)
+    cache = CheckCache(warm.laws)
+    check_workspace(warm, cache=cache)
+    cache.save()
+    at = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.UTC)
+    rekey(cold, why="same", at=at)
+    monkeypatch.setattr(lawfile, "parse", _parse_nothing)
+    rekey(warm, why="same", at=at, cache=CheckCache(warm.laws))
+    for path in sorted(cold.laws.glob("*.yaml")):
+        assert (warm.laws / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_a_file_whose_cached_facts_hold_a_problem_is_refused_as_without_the_cache(
+        tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2, stale=True)
+    law = tmp_path / "laws" / "cell00001.yaml"
+    law.write_text(law.read_text().replace("0.0002174046967242549", "0.0003"))  # by hand
+    assert "body-edited" in _check()[1]
+    cached = runner.invoke(app, ["rekey", "--why", "x"])
+    (Path.home() / ".cache").rename(Path.home() / "moved")
+    uncached = runner.invoke(app, ["rekey", "--why", "x"])
+    assert cached.exit_code == uncached.exit_code == 2
+    assert cached.stderr == uncached.stderr
+    assert "edited by hand" in cached.stderr

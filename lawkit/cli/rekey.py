@@ -45,11 +45,12 @@ def rekey(
 
     def body() -> int:
         from lawkit import rekey as lib
+        from lawkit.checkcache import CheckCache
         from lawkit.config import load_workspace
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,
-                           dry_run=dry_run, paths=paths or None)
+                           dry_run=dry_run, paths=paths or None, cache=CheckCache(ws.laws))
         if json:
             print_json(report.to_json())
         elif dry_run:
