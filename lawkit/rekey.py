@@ -183,15 +183,15 @@ def rekey(
         if not dry_run:
             fsio.remove_stray_temps(ws.laws)
 
-        def prepare(path: Path) -> _Outcome:
+        def prepare(file: _File) -> _Outcome:
             """What happens to one file, as a value: it may come back from a worker process."""
-            shown = ws.rel(path)
+            path, shown, raw, known = file
             try:
-                raw = read_bytes(path, shown)
+                if isinstance(raw, LawkitError):
+                    raise raw
                 if adopt:
                     return _prepare_adopt(path, shown, raw, key, when, why, from_)
                 assert target is not None
-                known = cache.get(cache.entry(shown, key, raw)) if cache is not None else None
                 return _prepare_rekey(path, shown, raw, known, key, target, when, why, refs,
                                       from_)
             except _AtTarget:
@@ -201,7 +201,7 @@ def rekey(
             except LawkitError as exc:
                 return _Refused(exc.detail, exc.path, exc.line)
 
-        outcomes = map_in_workers(prepare, files)
+        outcomes = map_in_workers(prepare, [_read(path, ws, key, cache) for path in files])
         refusals = [o for o in outcomes if isinstance(o, _Refused)]
         if refusals:
             raise _refusal(refusals)
@@ -218,6 +218,22 @@ def rekey(
                 cache.put(cache.entry(p.shown, key, p.new), p.after)
             cache.save()
     return report
+
+
+_File = tuple[Path, str, bytes | LawkitError, FileFacts | None]
+
+
+def _read(path: Path, ws: Workspace, key: str, cache: CheckCache | None) -> _File:
+    """A file as `prepare` takes it: its path, as shown, its bytes (or why they cannot be read)
+    and what check's cache holds for them. Read here, in the parent, so that the cache knows
+    which entries this run used."""
+    shown = ws.rel(path)
+    try:
+        raw = read_bytes(path, shown)
+    except LawkitError as exc:
+        return path, shown, exc, None
+    known = cache.get(cache.entry(shown, key, raw)) if cache is not None else None
+    return path, shown, raw, known
 
 
 def rekeyed_bytes(raw: bytes, shown: str, *, key: str, to: str, at: str, why: str,
