@@ -146,26 +146,17 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None) -> CheckR
     digest = current_digest(ws)
     key = ws.digest.key
     shown = [ws.rel(p) for p in paths]
-    raws: list[bytes] = []
-    entries: list[str] = []
-    facts: list[FileFacts | None] = []
-    for path, name in zip(paths, shown, strict=True):
-        try:
-            raw = read_bytes(path, name)
-        except LawFileError as exc:
-            raws.append(b"")
-            entries.append("")
-            facts.append(_invalid(exc, name))
-            continue
-        raws.append(raw)
-        entries.append(cache.entry(name, key, raw) if cache is not None else "")
-        facts.append(cache.get(entries[-1]) if cache is not None else None)
-    todo = [i for i, found in enumerate(facts) if found is None]
-    for i, found in zip(todo, map_in_workers(lambda i: file_facts(raws[i], shown[i], key), todo),
-                        strict=True):
+    read = [read_law_file(path, name, key, cache) for path, name in zip(paths, shown,
+                                                                         strict=True)]
+    facts = [_invalid(raw, name) if isinstance(raw, LawFileError) else known
+             for name, (raw, _entry, known) in zip(shown, read, strict=True)]
+    todo = [(i, raw) for i, (raw, _entry, _known) in enumerate(read)
+            if facts[i] is None and isinstance(raw, bytes)]
+    parsed = map_in_workers(lambda item: file_facts(item[1], shown[item[0]], key), todo)
+    for (i, _raw), found in zip(todo, parsed, strict=True):
         facts[i] = found
         if cache is not None:
-            cache.put(entries[i], found)
+            cache.put(read[i][1], found)
     problems: list[Problem] = []
     first_with: dict[str, str] = {}
     for name, file in zip(shown, facts, strict=True):
@@ -181,6 +172,20 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None) -> CheckR
         else:
             first_with[file.identity] = name
     return CheckReport(key=key, digest=digest, files=shown, problems=problems)
+
+
+def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | None,
+                  ) -> tuple[bytes | LawFileError, str, FileFacts | None]:
+    """A law file's bytes (or why they cannot be read), the cache entry they go under ("" with
+    no cache) and the facts the cache holds for them (None: unknown, or no cache)."""
+    try:
+        raw = read_bytes(path, shown)
+    except LawFileError as exc:
+        return exc, "", None
+    if cache is None:
+        return raw, "", None
+    entry = cache.entry(shown, key, raw)
+    return raw, entry, cache.get(entry)
 
 
 def file_facts(raw: bytes, shown: str, key: str) -> FileFacts:

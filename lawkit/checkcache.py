@@ -45,7 +45,8 @@ ABANDONED_AFTER_S = 3600
 """A save's temp file older than this was left by a check killed mid-save: the next save
 removes it."""
 _TEMP_PREFIX, _TEMP_SUFFIX = ".check-", ".tmp"
-_CODE = ("check.py", "checkcache.py", "errors.py", "lawbytes.py", "lawfile.py", "yamlsafe.py")
+_CODE = ("check.py", "checkcache.py", "errors.py", "lawbytes.py", "lawfile.py", "rekey.py",
+         "yamlsafe.py")  # what makes the facts: rekey writes those of the files it edits
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
 

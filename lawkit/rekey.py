@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit import fsio, lawfile, textedit, yamlsafe
-from lawkit.check import FileFacts, identity_of, integrity_problems, law_paths
+from lawkit.check import FileFacts, identity_of, integrity_problems, law_paths, read_law_file
 from lawkit.config import Workspace
 from lawkit.digest import current_digest
 from lawkit.errors import LawkitError, RefusalError
-from lawkit.lawbytes import read_bytes
 from lawkit.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
 
@@ -228,11 +227,7 @@ def _read(path: Path, ws: Workspace, key: str, cache: CheckCache | None) -> _Fil
     and what check's cache holds for them. Read here, in the parent, so that the cache knows
     which entries this run used."""
     shown = ws.rel(path)
-    try:
-        raw = read_bytes(path, shown)
-    except LawkitError as exc:
-        return path, shown, exc, None
-    known = cache.get(cache.entry(shown, key, raw)) if cache is not None else None
+    raw, _entry, known = read_law_file(path, shown, key, cache)
     return path, shown, raw, known
 
 
