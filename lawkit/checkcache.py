@@ -131,7 +131,7 @@ class CheckCache:
         try:
             with open(self.path, encoding="utf-8") as stream:
                 document = json.load(stream)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nesting too deep
             return 1, {}
         if not isinstance(document, dict) or document.get("format") != FORMAT \
                 or document.get("code") != self.code or not isinstance(document.get("run"), int) \

@@ -114,7 +114,7 @@ def test_check_never_writes_into_the_workspace_and_no_cache_writes_nothing(
 
 
 @pytest.mark.parametrize("garbage", [
-    b"\x00\xff not json", b"[]", b'{"format": 1}',
+    b"\x00\xff not json", b"[]", b'{"format": 1}', b"[" * 100_000,
     b'{"format": 1, "code": "x", "run": 1, "entries": {}}',
 ])
 def test_a_damaged_or_foreign_cache_is_ignored_and_replaced(tmp_path: Path,
