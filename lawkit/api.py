@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from lawkit.score import ScoreReport
 
 
-
 def _workspace(
     where: Workspace | str | Path | None = None,
     *,

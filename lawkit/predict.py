@@ -71,12 +71,6 @@ def evaluate(law: Law, data: Any) -> FloatArray:
     return _evaluate(law, data, check_domain=False)[0]
 
 
-def domain_mask(law: Law, data: Any) -> BoolArray:
-    """The rows with a feature outside the law's domain (NaN counts as outside)."""
-    values, strays = _evaluate(law, data, check_domain=True)
-    return _stray_mask(law, data, strays, values.shape)
-
-
 # Rows per block: one block of every column and the scratch array stay in the CPU cache, so
 # each column is read from memory once whatever the number of terms (bench/predict.py holds
 # the whole to within 2x of a plain `X @ coef` on a prebuilt design).
