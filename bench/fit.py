@@ -60,8 +60,9 @@ coef = np.linalg.lstsq(x, df[{TARGET!r}].to_numpy(), rcond=None)[0]
 print(json.dumps(coef.tolist()))
 """
 BASELINES = {
-    "lawkit": "import typer, lawkit.cli, lawkit.fit, lawkit.solve, lawkit.captures, "
-              "lawkit.lawmerge, pyarrow.parquet, pyarrow.compute, scipy.special",
+    "lawkit": "import typer, lawkit.cli, lawkit.fitting.fit, lawkit.fitting.solve, "
+              "lawkit.fitting.captures, lawkit.fitting.lawmerge, pyarrow.parquet, pyarrow.compute, "
+              "scipy.special",
     "statsmodels": "import pandas, statsmodels.api, pyarrow.parquet",
     "bare": "import numpy, pandas, pyarrow.parquet",
 }

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 try:
-    from lawkit.lawfile import Law
+    from lawkit.lawfiles.lawfile import Law
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from lawkit.lawfile import Law
+    from lawkit.lawfiles.lawfile import Law
 
 TERMS = {"1": 2.1e-3, "num_seqs": 1.2e-4, "num_tokens": 3.1e-8, "num_seqs:max_context": 1.0e-12}
 DOMAIN = {"num_seqs": [1.0, 256.0], "num_tokens": [1.0, 16384.0], "max_context": [128.0, 131072.0]}

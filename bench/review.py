@@ -30,11 +30,11 @@ from pathlib import Path
 
 try:
     import src_digest
-    from lawkit.lawwrite import law_file_text, provenance_entry
+    from lawkit.lawfiles.lawwrite import law_file_text, provenance_entry
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import src_digest
-    from lawkit.lawwrite import law_file_text, provenance_entry
+    from lawkit.lawfiles.lawwrite import law_file_text, provenance_entry
 
 TARGET_S = 2.0
 AT = "2026-11-10T09:12:44Z"
@@ -77,7 +77,7 @@ def make_engine(repo: Path, files: int, total_bytes: int, rng: random.Random) ->
 
 def law_text(key: str, rng: random.Random, cell: str) -> str:
     """A law file of two to four laws, fitted on `key`."""
-    from lawkit import lawfile
+    from lawkit.lawfiles import lawfile
 
     laws = []
     for phase in PHASES[: rng.randint(2, 4)]:
@@ -188,7 +188,7 @@ def main() -> int:
             [sys.executable, "-c", "import lawkit.cli"], check=True, env=env))
 
         from lawkit.config import load_workspace
-        from lawkit.review import review
+        from lawkit.keying.review.verify import review
 
         ws = load_workspace(cwd=repo)
         in_process_s = best_of(args.runs, lambda: review(ws, base))

@@ -1,66 +1,69 @@
 """lawkit: fit, key, check and review the host laws of an inference-engine simulator.
 
-The public API is loaded lazily, so that `lawkit digest` and `lawkit check` start fast:
-importing `lawkit` costs nothing until a name is used.
+The public API, loaded lazily so that `lawkit digest` and `lawkit check` start fast: importing
+`lawkit` costs nothing until a name is used.
 
     law = lawkit.load("laws/a100.yaml").law("schedule_s[microsoft/phi-2,1]")
     law.predict({"batch_size": 48})                  # a float; LawDomainWarning outside
     report = lawkit.score("laws/a100.yaml", ["captures/new.csv"], max_mape=0.1)
     lawkit.check().ok, lawkit.digest().digest
 
-`lawkit.digest`, `check`, `rekey`, `fit` and `score` are both the library modules of those
-commands and callables running the command (lawkit.api): a package attribute named like a
-submodule becomes that submodule as soon as it is imported, so the module itself is made
-callable rather than shadowed.
+Every name below is a function or a class; the code lives in the wings (`lawkit.lawfiles`,
+`lawkit.keying`, `lawkit.fitting`, `lawkit.footprint`), whose modules are never attributes of
+this package under an API name.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lawkit.api import check, digest, fit, rekey, score
+    from lawkit.errors import LawkitError
+    from lawkit.lawfiles.lawfile import Law, LawFile, load
+    from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning
 
 __version__ = "0.1.0"
 
-_API = {
+_EXPORTS = {
+    "digest": "lawkit.api",
+    "check": "lawkit.api",
+    "rekey": "lawkit.api",
+    "fit": "lawkit.api",
+    "score": "lawkit.api",
+    "load": "lawkit.lawfiles.lawfile",
+    "LawFile": "lawkit.lawfiles.lawfile",
+    "Law": "lawkit.lawfiles.lawfile",
     "LawkitError": "lawkit.errors",
-    "LawFile": "lawkit.lawfile",
-    "Law": "lawkit.lawfile",
-    "load": "lawkit.lawfile",
-    "LawDomainWarning": "lawkit.predict",
-    "LawDomainError": "lawkit.predict",
+    "LawDomainWarning": "lawkit.lawfiles.predict",
+    "LawDomainError": "lawkit.lawfiles.predict",
 }
-_COMMANDS = ("digest", "check", "rekey", "fit", "score")
 
-__all__ = ["__version__", *_API, *_COMMANDS]
-
-
-class _CommandModule(types.ModuleType):
-    """A command's library module that, called, runs the command (`lawkit.api.<name>`)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from lawkit import api
-
-        return getattr(api, self.__name__.rpartition(".")[2])(*args, **kwargs)
-
-
-class _Package(types.ModuleType):
-    """The `lawkit` package: makes each command module callable as the import system binds it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _COMMANDS and type(value) is types.ModuleType:
-            value.__class__ = _CommandModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+__all__ = [
+    "Law",
+    "LawDomainError",
+    "LawDomainWarning",
+    "LawFile",
+    "LawkitError",
+    "__version__",
+    "check",
+    "digest",
+    "fit",
+    "load",
+    "rekey",
+    "score",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _COMMANDS:
-        return importlib.import_module(f"lawkit.{name}")
-    module = _API.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'lawkit' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import datetime
 
-    from lawkit.check import CheckReport
     from lawkit.config import Workspace
-    from lawkit.digest import DigestReport
-    from lawkit.fit import FitReport
-    from lawkit.lawfile import LawFile
-    from lawkit.rekey import RekeyReport
-    from lawkit.score import ScoreReport
+    from lawkit.fitting.fit import FitReport
+    from lawkit.fitting.score import ScoreReport
+    from lawkit.keying.check import CheckReport
+    from lawkit.keying.digest import DigestReport
+    from lawkit.keying.rekey import RekeyReport
+    from lawkit.lawfiles.lawfile import LawFile
 
 
 def _workspace(
@@ -58,7 +58,7 @@ def digest(
     config: str | Path | None = None,
 ) -> DigestReport:
     """`lawkit digest`: the engine's digest (its `.digest`), from the work tree or at `rev`."""
-    from lawkit.digest import digest_report
+    from lawkit.keying.digest import digest_report
 
     ws = _workspace(workspace, config=config, engine=engine)
     return digest_report(ws, rev=rev, explain=explain)
@@ -73,9 +73,9 @@ def check(
 ) -> CheckReport:
     """`lawkit check`: every law file valid, explained, on the current digest (`.ok`).
 
-    Every file is parsed: the command's cache (see `lawkit.checkcache`) is left to the CLI.
+    Every file is parsed: the command's cache (see `lawkit.keying.checkcache`) is left to the CLI.
     """
-    from lawkit.check import check_workspace
+    from lawkit.keying.check import check_workspace
 
     return check_workspace(_workspace(workspace, config=config, engine=engine, laws=laws))
 
@@ -96,7 +96,7 @@ def rekey(
     at: datetime.datetime | None = None,
 ) -> RekeyReport:
     """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit."""
-    from lawkit.rekey import rekey as rekey_files
+    from lawkit.keying.rekey import rekey as rekey_files
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
     return rekey_files(ws, why=why, refs=refs, to=to, from_=from_, adopt=adopt, dry_run=dry_run,
@@ -128,7 +128,7 @@ def fit(
 
     `formula` and `by` take one value or several (`by="model,tp"` as on the command line).
     """
-    from lawkit import fit as lib
+    from lawkit.fitting import fit as lib
 
     ws = _workspace(workspace, config=config, engine=engine)
     request = lib.FitRequest(
@@ -157,8 +157,8 @@ def score(
     mapping of column -> array (then `law_file` may be a loaded LawFile, and `where` and
     `drop_invalid` do not apply).
     """
-    from lawkit import score as lib
-    from lawkit.lawfile import LawFile, load
+    from lawkit.fitting import score as lib
+    from lawkit.lawfiles.lawfile import LawFile, load
 
     if not isinstance(captures, (str, Path)) and not _is_path_list(captures):
         if where is not None or drop_invalid:

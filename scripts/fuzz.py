@@ -182,7 +182,7 @@ _SPECS: list[Any] = []
 
 def _specs() -> list[Any]:
     if not _SPECS:
-        from lawkit.captures import ColumnSpec
+        from lawkit.fitting.captures import ColumnSpec
 
         _SPECS.extend([
             ColumnSpec(numbers=("host_s", "bs"), labels=("model", "tp"), digest="atom",
@@ -198,7 +198,7 @@ def _specs() -> list[Any]:
 
 def run_law_file(raw: bytes) -> object:
     """Parse and validate the bytes of a law file; exercise the parsed result."""
-    from lawkit import lawfile
+    from lawkit.lawfiles import lawfile
 
     law_file = lawfile.parse(raw, "fuzz.yaml")
     law_file.body_hash()
@@ -209,7 +209,8 @@ def run_law_file(raw: bytes) -> object:
 
 def run_rekey(raw: bytes) -> object:
     """Re-key a law file by text edits; a result must read back with the new key."""
-    from lawkit import lawfile, rekey
+    from lawkit.keying import rekey
+    from lawkit.lawfiles import lawfile
 
     new = rekey.rekeyed_bytes(raw, "fuzz.yaml", key="atom", to="0badc0de",
                               at="2026-01-01T00:00:00Z", why="fuzz", refs=["#7"])
@@ -222,7 +223,7 @@ def run_rekey(raw: bytes) -> object:
 
 def run_where(text: str) -> object:
     """Parse a --where expression, render it, parse the rendering, and evaluate it."""
-    from lawkit import where
+    from lawkit.lawfiles import where
 
     expr = where.parse_where(text)
     rendered = expr._render()
@@ -257,7 +258,7 @@ def _where_data() -> dict[str, Any]:
 
 def run_formula(text: str) -> object:
     """Parse a formula; its rendering must parse to the same terms."""
-    from lawkit.formula import parse_formula
+    from lawkit.fitting.formula import parse_formula
 
     formula = parse_formula(text)
     again = parse_formula(str(formula))
@@ -267,7 +268,7 @@ def run_formula(text: str) -> object:
 
 def run_capture(case: tuple[str, bytes, int, int]) -> object:
     """Read a capture file's bytes (as the suffix says) through validation, as fit does."""
-    from lawkit.captures import find_captures, read_captures
+    from lawkit.fitting.captures import find_captures, read_captures
 
     suffix, data, spec_index, chunk_rows = case
     spec = _specs()[spec_index % len(_specs())]
@@ -574,12 +575,12 @@ def atheris_worker(name: str, seconds: float, cases: int, state: Path) -> None:
             _save(tally, state / f"{name}.json")
 
     with atheris.instrument_imports(include=["lawkit", "src_digest", "yaml"]):
-        import lawkit.captures
         import lawkit.cli
-        import lawkit.formula
-        import lawkit.lawfile
-        import lawkit.rekey
-        import lawkit.where  # noqa: F401  (instrumented: coverage guides the mutations)
+        import lawkit.fitting.captures
+        import lawkit.fitting.formula
+        import lawkit.keying.rekey
+        import lawkit.lawfiles.lawfile
+        import lawkit.lawfiles.where  # noqa: F401  (instrumented: coverage guides the mutations)
     corpus = state / f"corpus-{name}"  # the valid inputs the mutations start from
     corpus.mkdir(exist_ok=True)
     if name in ("law_mutations", "rekey_mutations", "cli_show"):

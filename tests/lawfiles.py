@@ -6,9 +6,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from lawkit import lawfile, lawwrite
 from lawkit.config import Workspace, load_workspace
-from lawkit.digest import current_digest
+from lawkit.keying.digest import current_digest
+from lawkit.lawfiles import lawfile, lawwrite
 
 OLD = "59e9ff5a"  # a digest no engine tree below hashes to
 FIT_AT = "2026-10-02T11:20:00Z"

@@ -324,8 +324,8 @@ class Scenario:
             states = self.states()
             assert set(states.values()) == {"new"}, states
             return
-        from lawkit.check import integrity_problems
-        from lawkit.lawfile import load
+        from lawkit.keying.check import integrity_problems
+        from lawkit.lawfiles.lawfile import load
 
         for name in self.old:
             law_file = load(self.root / name)

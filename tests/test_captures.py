@@ -14,9 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lawkit import captures
-from lawkit.captures import Capture, Chunk, ColumnSpec, find_captures, read_captures, read_chunks
 from lawkit.errors import CaptureError
+from lawkit.fitting import captures
+from lawkit.fitting.captures import (
+    Capture,
+    Chunk,
+    ColumnSpec,
+    find_captures,
+    read_captures,
+    read_chunks,
+)
 
 ROWS = [
     {"model": "a", "tp": 1, "bs": 8, "host_s": 0.1 + 0.2, "atom": "0001abcd"},

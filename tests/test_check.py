@@ -14,9 +14,9 @@ import yaml
 from lawfiles import OLD, law_text, make_workspace
 from typer.testing import CliRunner
 
-from lawkit.check import check_workspace
 from lawkit.cli import app
-from lawkit.digest import current_digest
+from lawkit.keying.check import check_workspace
+from lawkit.keying.digest import current_digest
 from lawkit.workers import map_in_workers
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,13 +12,14 @@ import pytest
 from lawfiles import make_engine, make_workspace
 from typer.testing import CliRunner
 
-from lawkit import check as check_module
-from lawkit import checkcache, lawfile
-from lawkit.check import check_workspace
-from lawkit.checkcache import CheckCache
 from lawkit.cli import app
 from lawkit.config import Workspace
-from lawkit.rekey import rekey
+from lawkit.keying import check as check_module
+from lawkit.keying import checkcache
+from lawkit.keying.check import check_workspace
+from lawkit.keying.checkcache import CheckCache
+from lawkit.keying.rekey import rekey
+from lawkit.lawfiles import lawfile
 
 runner = CliRunner()
 

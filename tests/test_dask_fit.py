@@ -23,13 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from lawkit import distributed as dask_fit
-from lawkit import solve
-from lawkit.captures import Capture
 from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.fit import FitReport, FitRequest, fit_laws, write_fit
+from lawkit.fitting import distributed as dask_fit
+from lawkit.fitting import solve
+from lawkit.fitting.captures import Capture
+from lawkit.fitting.fit import FitReport, FitRequest, fit_laws, write_fit
 
 distributed = pytest.importorskip("distributed")
 
@@ -199,8 +199,9 @@ def test_local_starts_its_own_cluster_and_leaves_no_process_behind(tmp_path: Pat
 def test_a_local_fit_does_not_import_dask() -> None:
     import subprocess
 
-    code = ("import sys, lawkit.fit, lawkit.cli.fit; "
-            "print([m for m in ('distributed', 'dask', 'lawkit.distributed') if m in sys.modules])")
+    code = ("import sys, lawkit.fitting.fit, lawkit.cli.fit; "
+            "print([m for m in ('distributed', 'dask', 'lawkit.fitting.distributed')"
+            " if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"

@@ -25,10 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from lawkit import lawfile
 from lawkit.cli import app
 from lawkit.config import load_workspace
-from lawkit.fit import FitRequest, fit_laws, run_fit
+from lawkit.fitting.fit import FitRequest, fit_laws, run_fit
+from lawkit.lawfiles import lawfile
 
 runner = CliRunner()
 DATA = Path(__file__).resolve().parent / "data" / "sarathi-a100" / "cpu_overheads.csv"
@@ -704,9 +704,10 @@ def test_an_invalid_existing_out_is_refused_untouched(tmp_path: Path) -> None:
 
 
 def test_fit_is_not_in_the_import_path_of_check_and_the_other_fast_commands() -> None:
-    code = ("import sys, lawkit.cli, lawkit.check; "
-            "heavy = [m for m in ('lawkit.fit', 'lawkit.captures', 'lawkit.solve', 'numpy', "
-            "'pandas', 'pyarrow', 'scipy') if m in sys.modules]; print(heavy)")
+    code = ("import sys, lawkit.cli, lawkit.keying.check; "
+            "heavy = [m for m in ('lawkit.fitting.fit', 'lawkit.fitting.captures', "
+            "'lawkit.fitting.solve', 'numpy', 'pandas', 'pyarrow', 'scipy') "
+            "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
@@ -745,9 +746,9 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     # capture file, a partial fit each, merged.
     import pandas as pd
 
-    from lawkit import solve
-    from lawkit.captures import ColumnSpec, chunk_from_columns
-    from lawkit.fit import LawSpec, law_design, law_rows
+    from lawkit.fitting import solve
+    from lawkit.fitting.captures import ColumnSpec, chunk_from_columns
+    from lawkit.fitting.fit import LawSpec, law_design, law_rows
 
     frame = pd.read_csv(DATA)
     law = LawSpec(name="s", target="schedule_median", terms=("1", "batch_size"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lawkit.errors import FitError
-from lawkit.formula import Formula, formula_of, parse_formula
+from lawkit.fitting.formula import Formula, formula_of, parse_formula
 
 
 @pytest.mark.parametrize(("text", "target", "terms"), [

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from samples import GOOD
 
-from lawkit import lawfile
 from lawkit.errors import LawFileError
-from lawkit.lawwrite import format_float, law_file_text
+from lawkit.lawfiles import lawfile
+from lawkit.lawfiles.lawwrite import format_float, law_file_text
 
 
 def _error(text: str) -> str:
@@ -124,7 +124,7 @@ def test_a_written_file_reads_back_to_the_same_model() -> None:
     "a b", "0b101", "0o17", "-0x1f", "+0", "-0.0", "68ad8fc6", "00000123",
 ])
 def test_plain_scalars_read_as_pyyaml_reads_them(plain: str) -> None:
-    from lawkit import yamlsafe
+    from lawkit.lawfiles import yamlsafe
 
     ours = yamlsafe.load(f"v: {plain}\n", "x").data["v"]
     theirs = yaml.safe_load(f"v: {plain}\n")["v"]
@@ -142,7 +142,7 @@ def test_plain_scalars_read_as_pyyaml_reads_them(plain: str) -> None:
     st.text(alphabet="0123456789+-._:eExXoObBaNnyYtTfF~<=", max_size=8)), min_size=1,
     max_size=20))
 def test_lawkits_loader_tags_every_node_as_pyyamls_safe_loader_does(plains: list[str]) -> None:
-    from lawkit import yamlsafe
+    from lawkit.lawfiles import yamlsafe
 
     text = "".join(f"k{i}: {p!s}\n" if p.strip(" ") and p[0] not in "!&*" else f"k{i}: {p}x\n"
                    for i, p in enumerate(plains))

@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from lawkit import plot
 from lawkit.cli import app
 from lawkit.errors import LawkitError
-from lawkit.lawfile import Law
-from lawkit.lawwrite import law_file_text
-from lawkit.plot import PAGE_LAWS, PANEL_PX, image_size, plot_fit
-from lawkit.progress import progress
+from lawkit.fitting import plot
+from lawkit.fitting.plot import PAGE_LAWS, PANEL_PX, image_size, plot_fit
+from lawkit.fitting.progress import progress
+from lawkit.lawfiles.lawfile import Law
+from lawkit.lawfiles.lawwrite import law_file_text
 
 runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -95,8 +95,8 @@ def test_without_matplotlib_the_error_names_the_extra_to_install(
 
 
 def test_plotting_leaves_pyplot_and_the_global_backend_alone(tmp_path: Path) -> None:
-    code = ("import sys\nfrom lawkit.lawfile import Law\n"
-            "from lawkit.plot import plot_fit\n"
+    code = ("import sys\nfrom lawkit.lawfiles.lawfile import Law\n"
+            "from lawkit.fitting.plot import plot_fit\n"
             "law = Law(name='x', target='t', terms={'1': 1.0, 'a': 2.0})\n"
             f"plot_fit({str(tmp_path / 'x.png')!r}, [(law, {{'a': [1, 2], 't': [3.0, 5.1]}})])\n"
             "print('matplotlib.pyplot' in sys.modules)\n")

@@ -19,7 +19,7 @@ from lawkit import fsio
 from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.errors import LawkitError, RefusalError
-from lawkit.rekey import adopted_bytes, rekey, rekeyed_bytes
+from lawkit.keying.rekey import adopted_bytes, rekey, rekeyed_bytes
 
 NEW = "8927e824"  # the digest of lawfiles.ENGINE
 AT = datetime.datetime(2026, 11, 10, 9, 12, 44, tzinfo=datetime.UTC)
@@ -256,7 +256,7 @@ def test_rekey_writes_a_why_with_quotes_and_unicode_that_reads_back_the_same(
     laws = _workspace(tmp_path, {"a.yaml": SMALL})
     why = 'only "docs" changed: naïve → façade #7 {x: [1]}'
     _rekey(tmp_path, why=why)
-    from lawkit.lawfile import load
+    from lawkit.lawfiles.lawfile import load
 
     entry = load(laws / "a.yaml").host.provenance[-1]
     assert entry.rekey is not None and entry.rekey.why == why
@@ -340,7 +340,7 @@ def test_rekey_refuses_a_path_outside_the_laws_folder_or_missing(tmp_path: Path)
 def test_rekey_waits_for_another_run_then_exits_2_naming_the_lock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     laws = _workspace(tmp_path, {"a.yaml": SMALL})
-    monkeypatch.setattr("lawkit.rekey.LOCK_WAIT_S", 0.2)
+    monkeypatch.setattr("lawkit.keying.rekey.LOCK_WAIT_S", 0.2)
     with fsio.locked(laws):
         result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 2, result.output

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lawfiles import body_of
 
-from lawkit import lawfile, lawwrite
-from lawkit.check import integrity_problems
-from lawkit.rekey import adopted_bytes, rekeyed_bytes
+from lawkit.keying.check import integrity_problems
+from lawkit.keying.rekey import adopted_bytes, rekeyed_bytes
+from lawkit.lawfiles import lawfile, lawwrite
 
 AT = "2026-11-10T09:12:44Z"
 WHY = 'docs only: "quoted" #1'

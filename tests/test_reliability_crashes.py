@@ -29,9 +29,10 @@ from lawfiles import make_workspace
 from reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
 from typer.testing import CliRunner
 
-from lawkit import fsio, rekey
+from lawkit import fsio
 from lawkit.cli import app
 from lawkit.fsio import TEMP_PREFIX
+from lawkit.keying import rekey
 
 runner = CliRunner()
 REKEY = ["rekey", "--why", "crash trial"]

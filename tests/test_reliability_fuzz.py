@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability import assert_one_line
 
-from lawkit import lawfile, where
 from lawkit.errors import FitError, LawFileError, LawkitError
-from lawkit.formula import parse_formula
+from lawkit.fitting.formula import parse_formula
+from lawkit.lawfiles import lawfile, where
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = 300  # per target; a target whose case costs more gets fewer (Target.cost)

@@ -22,16 +22,16 @@ from lawfiles import OLD, law_text, laws, make_workspace
 from reliability import Outcome, assert_one_line, run_bounded
 from typer.testing import CliRunner
 
-from lawkit import lawbytes, lawfile, yamlsafe
-from lawkit.captures import (
+from lawkit.cli import app
+from lawkit.errors import CaptureError, LawFileError
+from lawkit.fitting.captures import (
     MAX_HEADER_BYTES,
     MAX_JSON_LINE_BYTES,
     ColumnSpec,
     find_captures,
     read_captures,
 )
-from lawkit.cli import app
-from lawkit.errors import CaptureError, LawFileError
+from lawkit.lawfiles import lawbytes, lawfile, yamlsafe
 
 runner = CliRunner()
 LAW_MEMORY_MB = 512  # show/check import no numpy: a law file gets far less than this

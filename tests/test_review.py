@@ -11,8 +11,8 @@ files keyed to its digest, then branches from it:
     docs-only      only files outside the hashed set edited: merging it keeps the digest
     conflicting    the same engine line edited differently: the merge conflicts
 
-Law files are written as text with lawkit.lawwrite (as `lawkit fit` and `lawkit rekey` write
-them), so these tests depend on neither command.
+Law files are written as text with lawkit.lawfiles.lawwrite (as `lawkit fit` and `lawkit rekey`
+write them), so these tests depend on neither command.
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ import pytest
 from typer.testing import CliRunner
 
 import src_digest
-from lawkit import lawfile, review_git, review_laws
 from lawkit.cli import app
 from lawkit.config import load_workspace
-from lawkit.lawwrite import law_file_text, provenance_entry
-from lawkit.review import ReviewReport, review
+from lawkit.keying.review import gitobjects, lawchange
+from lawkit.keying.review.verify import ReviewReport, review
+from lawkit.lawfiles import lawfile
+from lawkit.lawfiles.lawwrite import law_file_text, provenance_entry
 
 runner = CliRunner()
 
@@ -363,7 +364,7 @@ def test_a_conflicted_merge_is_a_finding_naming_the_files(in_repo: Scenario) -> 
 
 
 def test_merge_with_needs_git_2_38(in_repo: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(review_git, "git_version", lambda top: (2, 37, 1))
+    monkeypatch.setattr(gitobjects, "git_version", lambda top: (2, 37, 1))
     result = run_review("--base", "main", "--merge-with", "docs-only")
     assert result.exit_code == 2
     assert "--merge-with needs git 2.38 or newer" in result.stderr
@@ -602,7 +603,7 @@ def test_review_reads_each_git_object_once(in_repo: Scenario, git_calls: list[li
 def test_the_text_proof_of_a_rekey_agrees_with_parsing_both_files(
         in_repo: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = [report_of(in_repo, head) for head in ("good", "bad")]
-    monkeypatch.setattr(review_laws, "rekey_shape", lambda *args: None)
+    monkeypatch.setattr(lawchange, "rekey_shape", lambda *args: None)
     slow = [report_of(in_repo, head) for head in ("good", "bad")]
     assert fast == slow
 

@@ -32,9 +32,9 @@ from test_review import (
 
 from lawkit.cli import app
 from lawkit.config import load_workspace
-from lawkit.lawwrite import provenance_entry
-from lawkit.review import ReviewReport, review
-from lawkit.review_laws import FileReview
+from lawkit.keying.review.lawchange import FileReview
+from lawkit.keying.review.verify import ReviewReport, review
+from lawkit.lawfiles.lawwrite import provenance_entry
 
 OLD = engine_digest(ENGINE)
 NEW = engine_digest(ENGINE, DOCSTRING_EDIT)
@@ -257,8 +257,8 @@ def test_an_at_field_is_not_needed_to_tell_classes_apart(tmp_path: Path) -> None
 ])
 def test_the_text_proof_accepts_only_a_key_swap_and_appended_entries(
         before: str, after: str, expected: tuple[str, int] | None) -> None:
-    from lawkit import lawfile
-    from lawkit.review_text import rekey_shape
+    from lawkit.keying.review.textchange import rekey_shape
+    from lawkit.lawfiles import lawfile
 
     head = lawfile.parse(after.encode(), "a.yaml")
     assert rekey_shape("atom", before, after, head) == expected
@@ -296,7 +296,8 @@ def test_a_large_review_shared_with_workers_gives_the_serial_result(
     commit(repo, {**DOCSTRING_EDIT, **after}, "head")
     ws = load_workspace(cwd=repo)
     shared = review(ws, base)
-    monkeypatch.setattr("lawkit.review.map_in_workers", lambda fn, items: [fn(i) for i in items])
+    monkeypatch.setattr("lawkit.keying.review.verify.map_in_workers",
+                        lambda fn, items: [fn(i) for i in items])
     serial = review(ws, base)
     assert shared == serial
     assert sorted((f.path, f.kind) for f in shared.findings) == sorted([
@@ -306,7 +307,7 @@ def test_a_large_review_shared_with_workers_gives_the_serial_result(
 
 def test_markdown_lists_every_finding_and_counts_the_verified_files_past_a_cap(
         tmp_path: Path) -> None:
-    from lawkit.review_format import MARKDOWN_OK_ROWS, as_markdown
+    from lawkit.keying.review.formats import MARKDOWN_OK_ROWS, as_markdown
 
     repo = init_repo(tmp_path / "repo")
     names = [f"laws/c{i:03d}.yaml" for i in range(MARKDOWN_OK_ROWS + 30)]

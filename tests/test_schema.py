@@ -13,8 +13,8 @@ from samples import GOOD
 from typer.testing import CliRunner
 
 from lawkit.cli import app
-from lawkit.lawfile import load
-from lawkit.schema import TERM_PATTERN, law_file_schema
+from lawkit.keying.schema import TERM_PATTERN, law_file_schema
+from lawkit.lawfiles.lawfile import load
 
 runner = CliRunner()
 
@@ -77,5 +77,5 @@ def test_schema_does_not_import_numpy() -> None:
 
 def test_a_law_file_naming_the_schema_on_its_first_line_still_loads(tmp_path: Path) -> None:
     path = tmp_path / "laws.yaml"
-    path.write_text("# yaml-language-server: $schema=../lawkit.schema.json\n" + GOOD)
+    path.write_text("# yaml-language-server: $schema=../lawkit.keying.schema.json\n" + GOOD)
     assert load(path).law("prefill").target == "host_s"

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
-from lawkit.lawfile import parse
-from lawkit.lawwrite import law_file_text
-from lawkit.score import metrics, score_data
+from lawkit.fitting.score import metrics, score_data
+from lawkit.lawfiles.lawfile import parse
+from lawkit.lawfiles.lawwrite import law_file_text
 
 runner = CliRunner()
 SARATHI = Path(__file__).resolve().parents[1] / "examples" / "sarathi-a100" / "captures.csv"

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import FitError
-from lawkit.solve import (
+from lawkit.fitting.solve import (
     EPS,
     FitResult,
     PartialFit,

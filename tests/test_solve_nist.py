@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lawkit.solve import FitResult, fit_ols, fit_ols_streamed
+from lawkit.fitting.solve import FitResult, fit_ols, fit_ols_streamed
 
 DATA = Path(__file__).parent / "data" / "nist"
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import FitError
-from lawkit.where import (
+from lawkit.lawfiles.where import (
     format_where,
     law_columns,
     law_mask,
@@ -158,7 +158,7 @@ def test_the_parser_imports_no_numpy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from lawkit.where import parse_where; "
+    code = ("import sys; from lawkit.lawfiles.where import parse_where; "
             "e = parse_where('a == 1 and b in [\"x\"]'); e.as_mapping(); e.columns(); "
             "print('numpy' in sys.modules, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -37,9 +37,9 @@ def check(
     """
 
     def body() -> int:
-        from lawkit.check import check_workspace
-        from lawkit.checkcache import CheckCache
         from lawkit.config import load_workspace
+        from lawkit.keying.check import check_workspace
+        from lawkit.keying.checkcache import CheckCache
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         cache = None if no_cache else CheckCache(ws.laws)

@@ -26,9 +26,9 @@ def digest(
     """Print the digest of the engine source, exactly as the engine's host_key_of computes it."""
 
     def body() -> int:
-        from lawkit import digest as lib
         from lawkit.config import load_workspace
         from lawkit.errors import printable
+        from lawkit.keying import digest as lib
 
         ws = load_workspace(config=config, engine=engine)
         report = lib.digest_report(ws, rev=rev, explain=explain)

@@ -75,9 +75,9 @@ def fit(
     """
 
     def body() -> int:
-        from lawkit import fit as lib
         from lawkit.config import load_workspace
         from lawkit.errors import LawkitError
+        from lawkit.fitting import fit as lib
 
         labels = {}
         for item in label or []:
@@ -93,7 +93,7 @@ def fit(
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
             drop_invalid=drop_invalid, weight=weight, dask=dask)
         if plot is not None:
-            from lawkit.plot import check_plot_path
+            from lawkit.fitting.plot import check_plot_path
 
             check_plot_path(plot)
         report = lib.run_fit(request, ws)
@@ -102,7 +102,7 @@ def fit(
         else:
             typer.echo("\n".join(report.lines()))
         if plot is not None:
-            from lawkit.plot import plot_fit_report
+            from lawkit.fitting.plot import plot_fit_report
 
             for drawn in plot_fit_report(plot, report, captures, ws):
                 typer.echo(f"lawkit: wrote {drawn}", err=True)

@@ -44,9 +44,9 @@ def rekey(
     """
 
     def body() -> int:
-        from lawkit import rekey as lib
-        from lawkit.checkcache import CheckCache
         from lawkit.config import load_workspace
+        from lawkit.keying import rekey as lib
+        from lawkit.keying.checkcache import CheckCache
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,

@@ -47,20 +47,20 @@ def review(
     """
 
     def body() -> int:
-        from lawkit import review_format
         from lawkit.config import load_workspace
-        from lawkit.review import review as review_change
+        from lawkit.keying.review import formats
+        from lawkit.keying.review.verify import review as review_change
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = review_change(ws, base, head, merge_with)
         if format is ReviewFormat.json:
             print_json(report.to_json())
         elif format is ReviewFormat.github:
-            typer.echo(review_format.as_github(report), nl=False)
+            typer.echo(formats.as_github(report), nl=False)
         elif format is ReviewFormat.markdown:
-            typer.echo(review_format.as_markdown(report), nl=False)
+            typer.echo(formats.as_markdown(report), nl=False)
         else:
-            typer.echo(review_format.as_text(report), nl=False)
+            typer.echo(formats.as_text(report), nl=False)
         return report.exit_code
 
     run(body)

@@ -11,7 +11,7 @@ def schema() -> None:
     '# yaml-language-server: $schema=FILE' first line)."""
 
     def body() -> int:
-        from lawkit.schema import law_file_schema
+        from lawkit.keying.schema import law_file_schema
 
         print_json(law_file_schema())
         return 0

@@ -40,14 +40,14 @@ def score(
     """
 
     def body() -> int:
-        from lawkit import score as lib
         from lawkit.config import load_workspace
+        from lawkit.fitting import score as lib
 
         ws = load_workspace(config=config)
         report = lib.score(ws, law, captures, where=where, max_mape=max_mape,
                            drop_invalid=drop_invalid, keep_data=plot is not None, quiet=quiet)
         if plot is not None:
-            from lawkit.plot import plot_score
+            from lawkit.fitting.plot import plot_score
 
             written = plot_score(plot, report)
             if not quiet:

@@ -19,8 +19,8 @@ def show(
     """Validate a law file and print it (its data as JSON with --json)."""
 
     def body() -> int:
-        from lawkit import show as lib
         from lawkit.config import load_workspace
+        from lawkit.keying import show as lib
 
         ws = load_workspace(config=config)
         law_file = lib.load_for_show(ws, law)

@@ -11,7 +11,8 @@ Classes (DESIGN.md section 6, `lawkit review`):
     invalid    does not parse or validate at head: a finding
     forgotten  untouched by the change, but not naming the engine digest at head: a finding
 
-A rekey or adopt is checked on the text and on the model (`lawkit.review_text`): usually the
+A rekey or adopt is checked on the text and on the model
+(`lawkit.keying.review.textchange`): usually the
 text alone proves it (the base is the head less its new entry lines, with another quoted key),
 so the base need not be parsed; any other shape parses both files and compares their data.
 """
@@ -22,9 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import src_digest
-from lawkit import lawfile, review_git
 from lawkit.errors import LawFileError
-from lawkit.review_text import changed_spans, explained_lines, only_key_and_entries, rekey_shape
+from lawkit.keying.review import gitobjects
+from lawkit.keying.review.textchange import (
+    changed_spans,
+    explained_lines,
+    only_key_and_entries,
+    rekey_shape,
+)
+from lawkit.lawfiles import lawfile
 
 _SYMLINK = "120000"
 _NOT_BLOBS = ("160000", "040000")
@@ -109,7 +116,7 @@ def law_entries(entries: list[src_digest.TreeEntry], laws: str) -> dict[str, src
     for entry in entries:
         path = entry.path.decode("utf-8", "surrogateescape")
         if entry.mode not in _NOT_BLOBS and path.endswith(".yaml") and \
-                review_git.below(laws, path):
+                gitobjects.below(laws, path):
             out[path] = entry
     return out
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lawkit import lawfile
 from lawkit.config import Workspace
+from lawkit.lawfiles import lawfile
 
 
 def load_for_show(ws: Workspace, path: Path) -> lawfile.LawFile:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from lawkit.lawfile import Law
+    from lawkit.lawfiles.lawfile import Law
 
     FloatArray = npt.NDArray[np.float64]
     BoolArray = npt.NDArray[np.bool_]
@@ -159,7 +159,7 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
             details.append(f"{name} NaN")
     unselected = _unselected(law, data, mask.shape)
     if unselected is not None and (unselected & mask).any():
-        from lawkit.where import format_where
+        from lawkit.lawfiles.where import format_where
 
         picked = int((unselected & mask).sum())
         details.append(f"{'' if n == 1 else f'{picked} '}not selected by "
@@ -206,7 +206,7 @@ def _predict_arrays(law: Law, data: Any, *, check: bool) -> tuple[FloatArray, Bo
 def _unselected(law: Law, data: Any, shape: tuple[int, ...] = (1,)) -> BoolArray | None:
     """The rows the law's where/filter does not select, judged by the parts whose columns the
     data holds (a simulator that picked the law itself passes no `phase` column)."""
-    from lawkit.where import law_columns, law_mask
+    from lawkit.lawfiles.where import law_columns, law_mask
 
     parts = [(law.where, None), (None, law.filter)]
     present = [(w, f) for w, f in parts if (w or f) and all(_has(data, c)

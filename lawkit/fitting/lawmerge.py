@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from lawkit import fsio, lawfile, lawwrite, textedit
+from lawkit import fsio
 from lawkit.config import Workspace
 from lawkit.errors import RefusalError
-from lawkit.textedit import Edit
+from lawkit.lawfiles import lawfile, lawwrite, textedit
+from lawkit.lawfiles.textedit import Edit
 
 if TYPE_CHECKING:
-    from lawkit.fit import FitReport
+    from lawkit.fitting.fit import FitReport
 
 _LAW_KEYS = ("name", "target", "where", "filter", "terms", "fit", "domain")
 _ITEM_PREFIX = re.compile(r" *- +\Z")

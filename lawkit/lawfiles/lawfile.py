@@ -21,9 +21,9 @@ from pydantic import (
     model_validator,
 )
 
-from lawkit import yamlsafe
 from lawkit.errors import LawFileError
-from lawkit.lawbytes import check_size, read_bytes
+from lawkit.lawfiles import yamlsafe
+from lawkit.lawfiles.lawbytes import check_size, read_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -107,7 +107,7 @@ class Law(BaseModel):
         `LawDomainError`, and `"mask"` returns `(values, outside)` with the rows outside marked.
         A column the law needs and `data` lacks raises a KeyError naming it.
         """
-        from lawkit.predict import predict
+        from lawkit.lawfiles.predict import predict
 
         return predict(self, data, on_domain=on_domain, stacklevel=3)  # type: ignore[arg-type]
 

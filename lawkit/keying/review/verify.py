@@ -1,12 +1,13 @@
 """`lawkit review`: a reviewer's checks of a law-changing change, from git objects alone.
 
 `review(ws, base, head)` classifies every law file that differs between the two revisions
-(`lawkit.review_laws` says how), verifies that each change is explained by the provenance it
+(`lawkit.keying.review.lawchange` says how),
+verifies that each change is explained by the provenance it
 appends and that every law file at head names the engine digest at head, lists the hashed engine
 files that changed (what the re-keys vouch cannot move host time), and with `merge_with` computes
 the engine digest after merging head with another revision (the laws go stale on merge when it
 differs). Nothing is checked out: one `git ls-tree` per tree and one `git cat-file --batch` for
-every blob needed (`lawkit.review_git`).
+every blob needed (`lawkit.keying.review.gitobjects`).
 
 A conflicted merge is a finding, not an error: the change itself is fine to review, but it cannot
 land as it is. The merged digest is still given when no conflicted path is hashed.
@@ -20,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import src_digest
-from lawkit import review_git
 from lawkit.config import DigestConfig, Workspace
 from lawkit.errors import LawkitError
-from lawkit.review_laws import (
+from lawkit.keying.review import gitobjects
+from lawkit.keying.review.lawchange import (
     Checker,
     FileReview,
     Finding,
@@ -165,20 +166,20 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 def review(ws: Workspace, base: str, head: str = "HEAD",
            merge_with: str | None = None) -> ReviewReport:
     """Classify and verify every law file changed from `base` to `head`, from git objects."""
-    repo = review_git.locate(ws)
+    repo = gitobjects.locate(ws)
     top, cfg = repo.top, ws.digest
-    base_commit = review_git.resolve_commit(top, base, "base")
-    head_commit = review_git.resolve_commit(top, head, "head")
+    base_commit = gitobjects.resolve_commit(top, base, "base")
+    head_commit = gitobjects.resolve_commit(top, head, "head")
     merged = other = None
     if merge_with is not None:
-        other = review_git.resolve_commit(top, merge_with, "--merge-with")
-        merged = review_git.merge_tree(top, head_commit, other, merge_with)
+        other = gitobjects.resolve_commit(top, merge_with, "--merge-with")
+        merged = gitobjects.merge_tree(top, head_commit, other, merge_with)
 
-    engine_paths = [review_git.repo_path(repo.engine, p.decode("utf-8", "surrogateescape"))
+    engine_paths = [gitobjects.repo_path(repo.engine, p.decode("utf-8", "surrogateescape"))
                     for p in src_digest.normalize_packages(cfg.packages)]
-    base_tree = review_git.list_tree(top, base_commit, [repo.laws, *engine_paths])
-    head_tree = review_git.list_tree(top, head_commit, [repo.laws, *engine_paths])
-    merge_tree = review_git.list_tree(top, merged.tree, engine_paths) if merged else []
+    base_tree = gitobjects.list_tree(top, base_commit, [repo.laws, *engine_paths])
+    head_tree = gitobjects.list_tree(top, head_commit, [repo.laws, *engine_paths])
+    merge_tree = gitobjects.list_tree(top, merged.tree, engine_paths) if merged else []
     base_sel, head_sel = _hashed(cfg, repo, base_tree), _hashed(cfg, repo, head_tree)
     merge_sel = _hashed(cfg, repo, merge_tree)
     base_laws, head_laws = law_entries(base_tree, repo.laws), law_entries(head_tree, repo.laws)
@@ -189,7 +190,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     wanted = [e.oid for e in head_laws.values() if blob_needed(e)]
     wanted += [e.oid for p, e in base_laws.items() if p in changed and blob_needed(e)]
     wanted += [e.oid for sel in (base_sel, head_sel, merge_sel) for _, e in sel]
-    blobs = review_git.read_blobs(top, wanted)
+    blobs = gitobjects.read_blobs(top, wanted)
 
     base_manifest = src_digest.manifest_from_blobs(base_sel, blobs)
     head_manifest = src_digest.manifest_from_blobs(head_sel, blobs)
@@ -232,23 +233,23 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     )
 
 
-def _hashed(cfg: DigestConfig, repo: review_git.RepoPaths,
+def _hashed(cfg: DigestConfig, repo: gitobjects.RepoPaths,
             entries: Sequence[src_digest.TreeEntry]) -> _Selection:
     return src_digest.select_tree(entries, cfg.packages, cfg.include, cfg.exclude, repo.engine)
 
 
-def _engine_changes(repo: review_git.RepoPaths, old: src_digest.Manifest,
+def _engine_changes(repo: gitobjects.RepoPaths, old: src_digest.Manifest,
                     new: src_digest.Manifest) -> EngineChanges:
     diff = src_digest.diff_manifests(old, new)
 
     def shown(paths: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(repo.shown(review_git.repo_path(repo.engine, p)) for p in paths)
+        return tuple(repo.shown(gitobjects.repo_path(repo.engine, p)) for p in paths)
 
     return EngineChanges(shown(diff.added), shown(diff.removed), shown(diff.changed))
 
 
-def _merge_review(cfg: DigestConfig, repo: review_git.RepoPaths, rev: str, commit: str,
-                  merged: review_git.MergeTree, merge_sel: _Selection, blobs: dict[str, bytes],
+def _merge_review(cfg: DigestConfig, repo: gitobjects.RepoPaths, rev: str, commit: str,
+                  merged: gitobjects.MergeTree, merge_sel: _Selection, blobs: dict[str, bytes],
                   head_manifest: src_digest.Manifest) -> MergeReview:
     findings = []
     head_digest = head_manifest.digest(cfg.length)

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace
-from lawkit.digest import current_digest
 from lawkit.errors import ConfigError, LawFileError
 from lawkit.fsio import TEMP_PREFIX
-from lawkit.lawbytes import read_bytes
+from lawkit.keying.digest import current_digest
+from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
-    from lawkit.checkcache import CheckCache
-    from lawkit.lawfile import LawFile
+    from lawkit.keying.checkcache import CheckCache
+    from lawkit.lawfiles.lawfile import LawFile
 
 REKEY_FIX = 'lawkit rekey --why "..."'
 ADOPT_FIX = 'lawkit rekey --adopt --why "..."'
@@ -190,7 +190,7 @@ def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | No
 
 def file_facts(raw: bytes, shown: str, key: str) -> FileFacts:
     """Parse and validate one law file's bytes into what `check` needs of it."""
-    from lawkit import lawfile  # here, not above: a check its cache answers never needs it
+    from lawkit.lawfiles import lawfile  # here, not above: a check its cache answers never needs it
 
     try:
         law_file = lawfile.parse(raw, shown, key=key)

@@ -7,7 +7,8 @@ target's unit, and the share of rows outside the law's domain. Percentages are f
 (0.031 is 3.1%), as `--max-mape` is. A law with no matching rows is "not scored" and fails
 nothing by itself; no law matching any row is an error (DESIGN.md section 6).
 
-Capture reading and validation are lawkit.captures', row selection lawkit.where's: a target,
+Capture reading and validation are lawkit.fitting.captures', row selection
+lawkit.lawfiles.where's: a target,
 feature or selection column missing from a capture is an error naming the file; a bad value in
 a row some law scores is an error naming the file, column and row (`drop_invalid` drops such
 rows and counts them instead), as in `fit`.
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from lawkit.captures import Chunk
     from lawkit.config import Workspace
-    from lawkit.lawfile import Law, LawFile
+    from lawkit.fitting.captures import Chunk
+    from lawkit.lawfiles.lawfile import Law, LawFile
 
     FloatArray = npt.NDArray[np.float64]
     BoolArray = npt.NDArray[np.bool_]
@@ -202,10 +203,10 @@ def score(
     to the workspace root. `keep_data` keeps the scored rows in the report, for `plot_fit`.
     `quiet=False` shows a progress bar on stderr when it is a terminal.
     """
-    from lawkit import captures as cap
-    from lawkit import lawfile
-    from lawkit.progress import progress
-    from lawkit.where import parse_where
+    from lawkit.fitting import captures as cap
+    from lawkit.fitting.progress import progress
+    from lawkit.lawfiles import lawfile
+    from lawkit.lawfiles.where import parse_where
 
     here = (cwd or Path.cwd()).absolute()
     path = Path(law_path) if Path(law_path).is_absolute() else here / law_path
@@ -242,7 +243,7 @@ def score_data(law_file: LawFile, data: Any, *, max_mape: float | None = None,
     """
     import numpy as np
 
-    from lawkit.where import law_mask
+    from lawkit.lawfiles.where import law_mask
 
     _check_threshold(max_mape)
     laws = law_file.host.laws
@@ -269,7 +270,7 @@ class _Scoring:
     def add(self, chunk: Chunk, keep: BoolArray | None) -> None:
         import numpy as np
 
-        from lawkit.where import law_mask
+        from lawkit.lawfiles.where import law_mask
 
         for law in self.laws:
             selected = law_mask(law.where, law.filter, chunk.columns)
@@ -299,7 +300,7 @@ class _Scoring:
                max_mape: float | None, rows: int, considered: int) -> ScoreReport:
         import numpy as np
 
-        from lawkit.where import format_where
+        from lawkit.lawfiles.where import format_where
 
         scores, data = [], {}
         for law in self.laws:
@@ -328,8 +329,8 @@ class _Scoring:
 
 
 def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
-    from lawkit.captures import ColumnSpec
-    from lawkit.where import law_columns
+    from lawkit.fitting.captures import ColumnSpec
+    from lawkit.lawfiles.where import law_columns
 
     targets = dict.fromkeys(law.target for law in laws)
     numbers = dict(targets)
@@ -344,7 +345,7 @@ def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
 
 
 def _needed(laws: Sequence[Law]) -> list[str]:
-    from lawkit.where import law_columns
+    from lawkit.lawfiles.where import law_columns
 
     out: dict[str, None] = {}
     for law in laws:
@@ -377,7 +378,7 @@ def _check_threshold(max_mape: float | None) -> None:
 
 
 def _nothing_matched(law_file: LawFile, rows: int, considered: int, where: str | None) -> str:
-    from lawkit.where import format_where
+    from lawkit.lawfiles.where import format_where
 
     selections = sorted({format_where(law.where, law.filter) or "every row"
                          for law in law_file.host.laws})

@@ -813,7 +813,7 @@ def fit(x: ArrayLike, y: ArrayLike, terms: Sequence[str], method: str = "ols",
     if method == "ols":
         return fit_ols(x, y, terms, weights)
     # robust.py builds on this module; importing it here keeps the import graph acyclic.
-    from lawkit import robust
+    from lawkit.fitting import robust
 
     if method == "huber":
         return robust.fit_huber(x, y, terms, weights)

@@ -22,9 +22,9 @@ from lawkit.errors import LawkitError
 
 if TYPE_CHECKING:
     from lawkit.config import Workspace
-    from lawkit.fit import FitReport
-    from lawkit.lawfile import Law
-    from lawkit.score import Metrics, ScoreReport
+    from lawkit.fitting.fit import FitReport
+    from lawkit.fitting.score import Metrics, ScoreReport
+    from lawkit.lawfiles.lawfile import Law
 
 PANEL_PX = (400, 320)
 DPI = 100
@@ -44,7 +44,7 @@ def plot_fit(path: str | Path, laws_and_data: Sequence[tuple[Law, Any]], *,
     Each data is a DataFrame or a mapping of arrays holding the law's target and features;
     with `select`, the rows the law's where/filter selects (where the data holds those columns).
     """
-    from lawkit.score import metrics
+    from lawkit.fitting.score import metrics
 
     rows = []
     for law, data in laws_and_data:
@@ -80,12 +80,12 @@ def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence
                     ws: Workspace) -> list[Path]:
     """Draw the laws a `lawkit fit` just wrote against the captures they were fitted on.
 
-    The captures are read again, through lawkit.captures, for the columns the laws use; each
+    The captures are read again, through lawkit.fitting.captures, for the columns the laws use; each
     law is drawn on the rows its where/filter selects that hold valid values (holdout included).
     """
-    from lawkit import captures as cap
-    from lawkit import lawfile
-    from lawkit.where import law_columns
+    from lawkit.fitting import captures as cap
+    from lawkit.lawfiles import lawfile
+    from lawkit.lawfiles.where import law_columns
 
     written = lawfile.load(report.out, key=ws.digest.key, shown_as=report.out_shown)
     laws = [written.law(fitted.spec.name) for fitted in report.laws]
@@ -136,7 +136,7 @@ def _selected(law: Law, data: Any) -> dict[str, Any]:
     columns) and where every one of them is a finite number."""
     import numpy as np
 
-    from lawkit.where import law_columns, law_mask
+    from lawkit.lawfiles.where import law_columns, law_mask
 
     columns = _columns(law, data)
     n = len(columns[law.target])

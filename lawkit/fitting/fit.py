@@ -1,9 +1,10 @@
 """`lawkit fit`: laws from capture records, with statistics, domain and provenance.
 
 `fit_laws(request, ws)` reads the captures and fits every law; `write_fit(report, ws)` writes
-the law file (`lawkit.lawmerge` does the text edits of an existing one); `run_fit` does both.
+the law file (`lawkit.fitting.lawmerge` does the text edits of an existing one); `run_fit`
+does both.
 Nothing is written unless every law fitted. With `request.dask`, the same passes run on a Dask
-cluster (`lawkit.distributed`, a `Runner`) and give the same report.
+cluster (`lawkit.fitting.distributed`, a `Runner`) and give the same report.
 
 A law to fit is a `LawSpec`: name, target, terms, the `where` mapping and `filter` expression
 that select its rows, the method and an optional weight column. With `--formula`, each formula
@@ -56,11 +57,20 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from lawkit import __version__, captures, lawfile
+from lawkit import __version__
 from lawkit.config import Workspace
 from lawkit.errors import CaptureError, FitError
-from lawkit.formula import Formula, design_matrix, parse_formula
-from lawkit.where import Expr, format_literal, format_where, law_columns, law_mask, parse_where
+from lawkit.fitting import captures
+from lawkit.fitting.formula import Formula, design_matrix, parse_formula
+from lawkit.lawfiles import lawfile
+from lawkit.lawfiles.where import (
+    Expr,
+    format_literal,
+    format_where,
+    law_columns,
+    law_mask,
+    parse_where,
+)
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -101,7 +111,7 @@ class FitRequest:
     now: datetime.datetime | None = None
     dask: str | None = None
     """A Dask scheduler address, or local[:N]: read and fold the rows on that cluster
-    (`lawkit.distributed`); None: in this process."""
+    (`lawkit.fitting.distributed`); None: in this process."""
 
 
 @dataclass(frozen=True)
@@ -231,13 +241,14 @@ def run_fit(request: FitRequest, ws: Workspace) -> FitReport:
 
 def write_fit(report: FitReport, ws: Workspace) -> None:
     """Write (or merge into) the law file atomically, under the laws' lock."""
-    from lawkit import lawmerge
+    from lawkit.fitting import lawmerge
 
     lawmerge.write(report, ws)
 
 
 class Runner(Protocol):
-    """Where the rows are read and folded: this process, or a cluster (`lawkit.distributed`)."""
+    """Where the rows are read and folded: this process, or a cluster
+    (`lawkit.fitting.distributed`)."""
 
     def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
         """One pass over the selection and digest columns of every capture."""
@@ -280,7 +291,7 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     spec = _column_spec(specs, request, ws)
     if request.dask is None:
         return _fit_with(_Local(found, spec, request), request, ws, existing, specs, found)
-    from lawkit import distributed
+    from lawkit.fitting import distributed
 
     distributed.check_methods(specs)
     with distributed.connect(request.dask) as client:
@@ -798,7 +809,7 @@ def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]
 
 def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | None,
              ) -> FittedLaw:
-    from lawkit import solve
+    from lawkit.fitting import solve
 
     seen = RowsSeen()
     features = law.features
@@ -946,7 +957,7 @@ def _resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str
                            "pass --allow-mixed-digests with --captured-on naming the key")
     given = request.captured_on
     if given == CURRENT:
-        from lawkit.digest import current_digest
+        from lawkit.keying.digest import current_digest
 
         given = current_digest(ws)
         shown = f"--captured-on current ({given})"

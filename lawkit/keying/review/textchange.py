@@ -11,7 +11,7 @@ import copy
 import difflib
 import re
 
-from lawkit import lawfile
+from lawkit.lawfiles import lawfile
 
 # The line breaks YAML counts lines by (PyYAML and libyaml alike), so line numbers agree.
 _LINES = re.compile(r"(?<=[\n\x85\u2028\u2029])|(?<=\r)(?!\n)")

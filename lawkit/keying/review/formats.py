@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from lawkit.review import CLASSES, ReviewReport
-from lawkit.review_laws import FileReview, Finding
+from lawkit.keying.review.lawchange import FileReview, Finding
+from lawkit.keying.review.verify import CLASSES, ReviewReport
 
 MARKDOWN_OK_ROWS = 50
 """Verified files listed one per row in a Markdown report; the rest are counted in one row."""

@@ -20,16 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lawkit import fsio, lawfile, textedit, yamlsafe
-from lawkit.check import FileFacts, identity_of, integrity_problems, law_paths, read_law_file
+from lawkit import fsio
 from lawkit.config import Workspace
-from lawkit.digest import current_digest
 from lawkit.errors import LawkitError, RefusalError
-from lawkit.lawwrite import provenance_entry
+from lawkit.keying.check import FileFacts, identity_of, integrity_problems, law_paths, read_law_file
+from lawkit.keying.digest import current_digest
+from lawkit.lawfiles import lawfile, textedit, yamlsafe
+from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
-    from lawkit.checkcache import CheckCache
+    from lawkit.keying.checkcache import CheckCache
 
 LOCK_WAIT_S = 5.0
 

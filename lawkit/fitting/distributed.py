@@ -65,9 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from lawkit import captures, solve
 from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.fit import (
+from lawkit.fitting import captures, solve
+from lawkit.fitting.fit import (
     STREAM_ROWS,
     FitRequest,
     FittedLaw,
@@ -80,7 +80,7 @@ from lawkit.fit import (
     law_rows,
     scan_columns,
 )
-from lawkit.robust import _MAD_NORMAL, _MAX_IRLS, HUBER_C
+from lawkit.fitting.robust import _MAD_NORMAL, _MAX_IRLS, HUBER_C
 
 Array = solve.Array
 

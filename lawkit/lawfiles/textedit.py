@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from lawkit import yamlsafe
 from lawkit.errors import RefusalError
-from lawkit.lawfile import LawFile, LawText
+from lawkit.lawfiles import yamlsafe
+from lawkit.lawfiles.lawfile import LawFile, LawText
 
 _ITEM_PREFIX = re.compile(r" *- +\Z")
 _REST_OF_LINE = re.compile(r"[ \t]*(#[^\r\n]*)?")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lawkit.lawfile import SCHEMA, LawFile
+from lawkit.lawfiles.lawfile import SCHEMA, LawFile
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"

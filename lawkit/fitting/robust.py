@@ -1,4 +1,4 @@
-"""Robust and bounded fits on top of the least-squares core in `lawkit.solve`.
+"""Robust and bounded fits on top of the least-squares core in `lawkit.fitting.solve`.
 
 - ``huber``: Huber M-estimate (c = 1.345) by iteratively reweighted least squares, the scale
   re-estimated every iteration as median|r| / 0.6745 (the MAD about zero, as statsmodels' RLM).
@@ -31,7 +31,7 @@ import scipy.optimize
 from numpy.typing import ArrayLike
 
 from lawkit.errors import FitError
-from lawkit.solve import (
+from lawkit.fitting.solve import (
     EPS,
     Array,
     FitResult,

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lawkit.check import FileFacts, Problem
+from lawkit.keying.check import FileFacts, Problem
 
 FORMAT = 1
 KEEP_OTHERS = 3
@@ -45,8 +45,9 @@ ABANDONED_AFTER_S = 3600
 """A save's temp file older than this was left by a check killed mid-save: the next save
 removes it."""
 _TEMP_PREFIX, _TEMP_SUFFIX = ".check-", ".tmp"
-_CODE = ("check.py", "checkcache.py", "errors.py", "lawbytes.py", "lawfile.py", "rekey.py",
-         "yamlsafe.py")  # what makes the facts: rekey writes those of the files it edits
+# what makes the facts: rekey writes those of the files it edits
+_CODE = ("keying/check.py", "keying/checkcache.py", "errors.py", "lawfiles/lawbytes.py",
+         "lawfiles/lawfile.py", "keying/rekey.py", "lawfiles/yamlsafe.py")
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
 
@@ -160,7 +161,7 @@ def _code_fingerprint() -> str:
     """A hash of what makes the facts: lawkit's checking modules, the versions of the libraries
     they use (their installed files' size and time) and of Python."""
     digest = hashlib.sha256(f"{FORMAT} {sys.version}".encode())
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]
     for name in _CODE:
         digest.update(name.encode() + b"\0" + (here / name).read_bytes())
     for library in _LIBRARIES:

@@ -1,0 +1,10 @@
+"""The law-file format: the model, safe YAML reading with positions, writing, and text edits.
+
+Holds `lawfile` (the validated model and `load`), `yamlsafe` (the positioned safe loader),
+`lawbytes` (the size cap), `lawwrite` (YAML text lawkit writes), `textedit` (byte-exact edits),
+`where` (the selection grammar of `where` and `filter`) and `predict` (evaluating a law).
+
+May import: the standard library, PyYAML, pydantic, `lawkit.errors`, `lawkit.fsio`,
+`lawkit.config` and `src_digest`; numpy only inside array prediction. Never `lawkit.keying`,
+`lawkit.fitting`, `lawkit.footprint` or `lawkit.cli`.
+"""
