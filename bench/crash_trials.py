@@ -31,11 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+from reliability import LAWKIT, Scenario, count_write_calls
+from workspaces import make_workspace
 
-from lawfiles import make_workspace  # noqa: E402
-from reliability import LAWKIT, Scenario, count_write_calls  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 REKEY = ["rekey", "--why", "crash trial"]
 CAPTURE = "model,bs,host_s\n" + "".join(f"m{i % 3},{i % 97 + 1},{0.001 * (i % 97 + 1) + 0.01}\n"

@@ -43,10 +43,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+from workspaces import law_text, laws, make_engine
 
-from lawfiles import law_text, laws, make_engine  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 OLD = "59e9ff5a"
 COLD = "lawkit check --no-cache"

@@ -56,8 +56,8 @@ BATCH = 200
 
 
 def _law_seeds() -> list[bytes]:
-    from lawfiles import OLD, law_text, laws
     from samples import GOOD
+    from workspaces import OLD, law_text, laws
 
     seeds = [GOOD.encode(), law_text(key=OLD).encode(),
              law_text(key=OLD, law_dicts=laws(1), provenance="none").encode(),

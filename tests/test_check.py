@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lawfiles import OLD, law_text, make_workspace
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 from lawkit.keying.check import check_workspace

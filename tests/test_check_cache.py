@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from lawfiles import make_engine, make_workspace
 from typer.testing import CliRunner
+from workspaces import make_engine, make_workspace
 
 from lawkit.cli import app
 from lawkit.config import Workspace

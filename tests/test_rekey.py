@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lawfiles import OLD, body_of, make_workspace
 from typer.testing import CliRunner
+from workspaces import OLD, body_of, make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app
@@ -21,7 +21,7 @@ from lawkit.config import load_workspace
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.rekey import adopted_bytes, rekey, rekeyed_bytes
 
-NEW = "8927e824"  # the digest of lawfiles.ENGINE
+NEW = "8927e824"  # the digest of workspaces.ENGINE
 AT = datetime.datetime(2026, 11, 10, 9, 12, 44, tzinfo=datetime.UTC)
 runner = CliRunner()
 LAW = {"name": "prefill", "target": "host_s", "terms": {"1": 0.0021, "num_seqs": 0.00012}}

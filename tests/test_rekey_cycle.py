@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from lawfiles import law_text, laws, make_engine
 from typer.testing import CliRunner
+from workspaces import law_text, laws, make_engine
 
 from lawkit.cli import app
 

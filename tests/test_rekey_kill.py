@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from lawfiles import OLD, body_of, make_workspace
 from typer.testing import CliRunner
+from workspaces import OLD, body_of, make_workspace
 
 from lawkit.cli import app
 from lawkit.fsio import TEMP_PREFIX

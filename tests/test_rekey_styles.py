@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lawfiles import body_of
+from workspaces import body_of
 
 from lawkit.keying.check import integrity_problems
 from lawkit.keying.rekey import adopted_bytes, rekeyed_bytes

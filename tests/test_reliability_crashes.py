@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lawfiles import make_workspace
 from reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
 from typer.testing import CliRunner
+from workspaces import make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app

@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lawfiles import OLD, law_text, laws, make_workspace
 from reliability import Outcome, assert_one_line, run_bounded
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, laws, make_workspace
 
 from lawkit.cli import app
 from lawkit.errors import CaptureError, LawFileError

@@ -6,3 +6,14 @@ Heavy: numpy, scipy, pandas and pyarrow (the `lawkit[fit]` extra), imported only
 
 May import: anything in `lawkit` except `lawkit.cli`.
 """
+
+import importlib.util
+
+from lawkit.errors import LawkitError
+
+_FIT_EXTRA = ("numpy", "scipy", "pandas", "pyarrow")
+_missing = [name for name in _FIT_EXTRA if importlib.util.find_spec(name) is None]
+if _missing:
+    # the light core (check, rekey, review, ...) installs none of these: say which extra to add
+    raise LawkitError(f"fitting and scoring need {', '.join(_FIT_EXTRA)} (missing: "
+                      f"{', '.join(_missing)}): pip install 'lawkit[fit]'")

@@ -191,8 +191,8 @@ def die_before_write_call(n: int) -> None:
 def lawkit_until_killed(args: list[str], n: int, *, cwd: Path, timeout: float = 60.0,
                         ) -> subprocess.CompletedProcess[str]:
     """`lawkit ARGS` in a subprocess that dies before its `n`th write call (0: none)."""
-    tests = str(Path(__file__).resolve().parent)
-    code = (f"import sys; sys.path.insert(0, {tests!r}); import reliability; "
+    here = str(Path(__file__).resolve().parent)
+    code = (f"import sys; sys.path.insert(0, {here!r}); import reliability; "
             f"reliability.die_before_write_call({n}); from lawkit.cli import app; "
             f"sys.argv = ['lawkit', *{args!r}]; app()")
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
