@@ -53,7 +53,8 @@ def test_plot_fit_writes_one_png_with_a_row_of_panels_per_law(tmp_path: Path) ->
     laws = [_law(), _law("slope only", {"num_seqs": 1.1e-4})]
     written = plot_fit(tmp_path / "fit.png", [(law, _frame()) for law in laws])
     assert written == [tmp_path / "fit.png"]
-    assert image_size(laws) == (3 * PANEL_PX[0], 2 * PANEL_PX[1])  # 1 + most features: 3 across
+    # a block of 1 + most features = 3 panels per law, the two blocks side by side
+    assert image_size(laws) == (2 * 3 * PANEL_PX[0], PANEL_PX[1])
     assert png_size(written[0]) == image_size(laws)
     assert written[0].stat().st_size > 20_000  # points, lines and text, not a blank canvas
 
@@ -65,8 +66,26 @@ def test_laws_past_a_page_go_to_numbered_files(tmp_path: Path,
     laws = [_law(f"law{i}", {"1": 1e-3, "num_seqs": 1e-4}) for i in range(5)]
     written = plot_fit(tmp_path / "many.png", [(law, _frame(30)) for law in laws])
     assert written == [tmp_path / "many.png", tmp_path / "many-2.png", tmp_path / "many-3.png"]
-    assert png_size(written[0]) == (2 * PANEL_PX[0], 2 * PANEL_PX[1])
+    assert png_size(written[0]) == (2 * 2 * PANEL_PX[0], PANEL_PX[1])
     assert png_size(written[2]) == (2 * PANEL_PX[0], PANEL_PX[1])
+
+
+def test_many_laws_are_laid_out_in_a_grid_not_one_tall_column(tmp_path: Path) -> None:
+    laws = [_law(f"law{i}", {"1": 1e-3, "num_seqs": 1e-4}) for i in range(7)]
+    (written,) = plot_fit(tmp_path / "grid.png", [(law, _frame(30)) for law in laws])
+    # blocks of 2 panels, 3 side by side (2,400 px), in 3 rows; the last row holds one
+    assert png_size(written) == image_size(laws) == (3 * 2 * PANEL_PX[0], 3 * PANEL_PX[1])
+
+
+def test_a_verdict_gets_a_title_line_of_its_own_and_residuals_say_their_sign() -> None:
+    from lawkit.fitting.score import metrics
+
+    figures = metrics(np.array([1.0, 2.0]), np.array([1.5, 1.0]), np.array([False, True]))
+    title = plot._title(_law("schedule_s[codellama/CodeLlama-34b-Instruct-hf,2]"), figures,
+                        "FAIL: MAPE > 10.0%")
+    assert title.splitlines()[2] == "FAIL: MAPE > 10.0%"
+    assert "FAIL" not in title.splitlines()[1]
+    assert "measured - predicted" in plot.RESIDUAL_LABEL
 
 
 def test_a_law_without_rows_gets_a_labelled_empty_panel(tmp_path: Path) -> None:
@@ -121,7 +140,7 @@ def test_score_plot_draws_every_law_of_the_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.lstrip().startswith("{")  # the note goes to stderr
     assert "lawkit: wrote score.png" in result.stderr
-    assert png_size(tmp_path / "score.png") == (3 * PANEL_PX[0], 2 * PANEL_PX[1])
+    assert png_size(tmp_path / "score.png") == (2 * 3 * PANEL_PX[0], PANEL_PX[1])
 
 
 # -- progress ----------------------------------------------------------------------------
@@ -160,7 +179,7 @@ def test_fit_plot_draws_the_laws_it_wrote_against_their_captures(tmp_path: Path)
         "--captured-on", "1234abcd", "--out", "laws.yaml", "--plot", "fit.png"])
     assert result.exit_code == 0, result.output
     assert "lawkit: wrote fit.png" in result.stderr
-    assert png_size(tmp_path / "fit.png") == (3 * PANEL_PX[0], 2 * PANEL_PX[1])
+    assert png_size(tmp_path / "fit.png") == (2 * 3 * PANEL_PX[0], PANEL_PX[1])
 
 
 def test_fit_refuses_a_plot_it_cannot_draw_before_writing_anything(tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
 """Fit reports a person can look at: per law, measured against predicted and the residuals.
 
-One image, one row of panels per law: the measured target against the law's prediction with the
-identity line, then the residual (measured minus predicted, as a percentage of the measurement)
-against each feature the law uses. Each row is titled with the law's name, n, MAPE, bias and
-R^2; rows outside the law's domain are drawn in another colour. Every panel is 400 x 320 pixels,
-so an image is (1 + most features of a law) x 400 pixels wide and 320 pixels per law high; laws
-beyond `PAGE_LAWS` go to further files `NAME-2.png`, `NAME-3.png`, ... .
+Each law is a block of panels: the measured target against the law's prediction with the
+identity line, then the residual (measured minus predicted, as a percentage of the measurement:
+above zero the law predicts too little) against each feature the law uses. A block is titled
+with the law's name, n, MAPE, bias and R^2, and a verdict such as FAIL on a line of its own;
+rows outside the law's domain are drawn in another colour. Every panel is 400 x 320 pixels, a
+block (1 + most features of a law) panels wide; blocks sit side by side up to `MAX_WIDTH_PX`,
+then wrap, so many laws make a grid rather than one tall column. Laws beyond `PAGE_LAWS` go to
+further files `NAME-2.png`, `NAME-3.png`, ... .
 
 matplotlib (the optional `plot` extra) is imported only here, only when a plot is drawn, and
 only through its object API with the Agg canvas: no pyplot, no global backend switch, so a
@@ -29,12 +31,14 @@ if TYPE_CHECKING:
 PANEL_PX = (400, 320)
 DPI = 100
 PAGE_LAWS = 12
+MAX_WIDTH_PX = 2400
 MAX_POINTS = 20_000
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 INSTALL = "pip install 'lawkit[plot]'"
 # Pixels around and between panels: room for tick labels, axis labels and two-line titles.
-_MARGIN = {"left": 62, "right": 14, "bottom": 44, "top": 34, "title": 18, "between_x": 78,
-           "between_y": 84}
+_MARGIN = {"left": 62, "right": 14, "bottom": 44, "top": 46, "title": 18, "between_x": 78,
+           "between_y": 96}
+RESIDUAL_LABEL = "(measured - predicted) / measured, %"
 
 
 def plot_fit(path: str | Path, laws_and_data: Sequence[tuple[Law, Any]], *,
@@ -116,8 +120,15 @@ def check_plot_path(path: str | Path) -> None:
 
 def image_size(laws: Sequence[Law]) -> tuple[int, int]:
     """The (width, height) in pixels of the first image drawn for these laws."""
-    ncols = 1 + max((len(law.columns()) for law in laws), default=0)
-    return ncols * PANEL_PX[0], min(len(laws), PAGE_LAWS) * PANEL_PX[1]
+    block = 1 + max((len(law.columns()) for law in laws), default=0)
+    across, down = _grid(block, min(len(laws), PAGE_LAWS))
+    return across * block * PANEL_PX[0], down * PANEL_PX[1]
+
+
+def _grid(block: int, count: int) -> tuple[int, int]:
+    """(blocks side by side, rows of blocks) for `count` laws of `block` panels each."""
+    across = max(1, min(count, MAX_WIDTH_PX // (block * PANEL_PX[0])))
+    return across, -(-count // across)
 
 
 class _Row:
@@ -207,23 +218,27 @@ def _draw(path: Path, rows: list[_Row], title: str | None) -> list[Path]:
     except ImportError:
         raise LawkitError(f"plotting needs matplotlib, an optional extra: {INSTALL}") from None
 
-    ncols = 1 + max(len(row.law.columns()) for row in rows)
+    block = 1 + max(len(row.law.columns()) for row in rows)
     written = []
     for page, target in enumerate(_pages(path, len(rows))):
         chunk = rows[page * PAGE_LAWS:(page + 1) * PAGE_LAWS]
-        width, height = ncols * PANEL_PX[0], len(chunk) * PANEL_PX[1]
+        across, down = _grid(block, len(chunk))
+        width, height = across * block * PANEL_PX[0], down * PANEL_PX[1]
         figure = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
         FigureCanvasAgg(figure)
         # Fixed margins in pixels rather than a layout engine: the panels are all alike, and
         # constrained layout doubles the drawing time.
         top = _MARGIN["top"] + (_MARGIN["title"] if title else 0)
-        grid = figure.subplots(len(chunk), ncols, squeeze=False, gridspec_kw={
+        grid = figure.subplots(down, across * block, squeeze=False, gridspec_kw={
             "left": _MARGIN["left"] / width, "right": 1 - _MARGIN["right"] / width,
             "bottom": _MARGIN["bottom"] / height, "top": 1 - top / height,
             "wspace": _MARGIN["between_x"] / (PANEL_PX[0] - _MARGIN["between_x"]),
             "hspace": _MARGIN["between_y"] / (PANEL_PX[1] - _MARGIN["between_y"])})
-        for row, axes in zip(chunk, grid, strict=True):
-            _draw_law(row, axes)
+        for i, row in enumerate(chunk):
+            _draw_law(row, grid[i // across][(i % across) * block:(i % across + 1) * block])
+        for i in range(len(chunk), across * down):  # the rest of the last row of blocks
+            for ax in grid[i // across][(i % across) * block:(i % across + 1) * block]:
+                ax.set_axis_off()
         if title:
             pages = f" ({page + 1}/{len(_pages(path, len(rows)))})" if len(rows) > PAGE_LAWS \
                 else ""
@@ -284,8 +299,9 @@ def _draw_law(row: _Row, axes: Any) -> None:
         ax.axhline(0.0, color="0.4", linewidth=0.8, linestyle="--")
         ax.set_xlabel(f"{feature}{unit}", fontsize=8)
         _ticks(ax.xaxis)
-        ax.set_ylabel("residual, % of measured", fontsize=8)
-        ax.set_title(f"residual vs {feature}", fontsize=8, loc="left")
+        ax.set_ylabel(RESIDUAL_LABEL, fontsize=7)
+        ax.set_title(f"residual vs {feature}\n+: predicts too little, -: too much", fontsize=7,
+                     loc="left")
         ax.tick_params(labelsize=7)
 
 
@@ -332,7 +348,6 @@ def _title(law: Law, figures: Metrics, note: str = "") -> str:
              f"R² {'-' if figures.r2 is None else f'{figures.r2:.4f}'}"]
     if figures.outside_domain:
         parts.append(f"outside {pct(figures.outside_domain)}")
-    if note:
-        parts.append(note)
     name = law.name if len(law.name) <= 60 else law.name[:57] + "..."
-    return f"{name}\n{'  '.join(parts)}"
+    # the verdict on a line of its own: appended to the figures it ran into the next panel
+    return "\n".join([name, "  ".join(parts), *([note] if note else [])])
