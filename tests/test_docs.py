@@ -183,5 +183,6 @@ def test_the_yaml_and_toml_examples_of_the_readme_and_the_docs_parse() -> None:
                 else:
                     tomllib.loads(body)
             except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
-                raise AssertionError(f"{_name(page)}: a {kind} example does not parse: {error}")
+                raise AssertionError(
+                    f"{_name(page)}: a {kind} example does not parse: {error}") from error
     assert kinds == {"yaml", "toml"}

@@ -7,12 +7,12 @@ The convention, for whoever edits README.md or a page of docs/:
   shows a continued line or a here-document; every other line, up to the next command or the
   end of the block, is what the command prints (stdout and stderr together, as in a terminal).
   Blocks in ```sh, ```text, ```python ... are for reading only and never run.
-- All the console blocks of one `## ` section of one page run in one bash session, in order, so `cd` and
-  shell variables carry from one command to the next. Each section starts afresh, at the root
-  of a temporary copy of the repository (its `examples/`, `laws/` and `pyproject.toml`, and a
-  `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts this Python's scripts
-  first on PATH; they come first on PATH from the start too), with `$TMPDIR` inside
-  the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
+- All the console blocks of one `## ` section of one page run in one bash session, in order,
+  so `cd` and shell variables carry from one command to the next. Each section starts afresh,
+  at the root of a temporary copy of the repository (its `examples/`, `laws/` and
+  `pyproject.toml`, and a `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts
+  this Python's scripts first on PATH; they come first on PATH from the start too), with
+  `$TMPDIR` inside the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
 - A command must exit 0, unless its line ends with a comment `# exit N`: then it must exit N.
 - The output must match line for line (trailing spaces and trailing blank lines ignored);
   a command shown with no output must print nothing. In an expected line, `…` matches any
