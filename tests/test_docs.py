@@ -1,5 +1,6 @@
-"""The documentation keeps up with the code: every command and option has a README entry, the
-CLI reference (docs/cli.md) is what `--help` prints today, and the README's links resolve."""
+"""The documentation keeps up with the code: every command and option has an entry in the README
+or in docs/ (docs/commands.md), the CLI reference (docs/cli.md) is what `--help` prints today, and
+the links of the README and of every docs page resolve."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+GENERATED = DOCS / "cli.md"
 REGENERATE = ("regenerate it with: .venv/bin/python scripts/cli_reference.py "
               "(then commit docs/cli.md)")
 COMMON = "Common options"
@@ -51,6 +54,29 @@ def _section(text: str, predicate: Any) -> str | None:
     return None
 
 
+def _pages() -> list[Path]:
+    """README.md and every page of docs/: what the documentation tests read."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def _written_pages() -> list[Path]:
+    """The pages written by hand: docs/cli.md is --help itself, so it vouches for no entry."""
+    return [page for page in _pages() if page != GENERATED]
+
+
+def _name(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def _find_section(predicate: Any) -> str | None:
+    """The first section of the README or a written docs page whose heading satisfies predicate."""
+    for page in _written_pages():
+        section = _section(page.read_text(encoding="utf-8"), predicate)
+        if section is not None:
+            return section
+    return None
+
+
 def _commands() -> dict[str, Any]:
     group = _cli_reference().lawkit_command()
     ctx = group.context_class(group, info_name="lawkit")
@@ -68,35 +94,33 @@ def test_the_cli_reference_is_what_help_prints_today() -> None:
         f"docs/cli.md is stale (a command's options or help changed): {REGENERATE}")
 
 
-def test_every_command_has_help_and_a_readme_section() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_every_command_has_help_and_a_section_in_the_docs() -> None:
     missing = []
     for name, command in _commands().items():
         assert (command.help or "").strip(), f"lawkit {name} has no help text"
         heading = re.compile(rf"`lawkit {re.escape(name)}`")
-        if _section(readme, heading.search) is None:
+        if _find_section(heading.search) is None:
             missing.append(name)
-    assert not missing, ("README.md has no section for " + ", ".join(
-        f"lawkit {n}" for n in missing) + ": add a heading like '### `lawkit NAME`' under "
-        "'## Commands' saying what it does, its flags and its exit codes")
+    assert not missing, ("neither README.md nor docs/ has a section for " + ", ".join(
+        f"lawkit {n}" for n in missing) + ": add a heading like '## `lawkit NAME`' to "
+        "docs/commands.md saying what it does, its flags and its exit codes")
 
 
-def test_every_option_of_every_command_has_a_readme_entry() -> None:
-    readme = README.read_text(encoding="utf-8")
-    common = _section(readme, lambda title: title == COMMON)
-    assert common is not None, f"README.md has no '### {COMMON}' section"
+def test_every_option_of_every_command_has_an_entry_in_the_docs() -> None:
+    common = _find_section(lambda title: title == COMMON)
+    assert common is not None, f"neither README.md nor docs/ has a '## {COMMON}' section"
     missing = []
     for name, command in _commands().items():
         heading = re.compile(rf"`lawkit {re.escape(name)}`")
-        section = _section(readme, heading.search) or ""
+        section = _find_section(heading.search) or ""
         for param in command.params:
             if param.param_type_name != "option":
                 continue
             for flag in [*param.opts, *param.secondary_opts]:
                 if flag != "--help" and not (_mentions(section, flag) or _mentions(common, flag)):
                     missing.append(f"lawkit {name} {flag}")
-    assert not missing, ("README.md does not explain these options (in the command's section, "
-                         f"or in '{COMMON}' when shared): " + ", ".join(missing))
+    assert not missing, ("neither README.md nor docs/ explains these options (in the command's "
+                         f"section, or in '{COMMON}' when shared): " + ", ".join(missing))
 
 
 def _slug(title: str) -> str:
@@ -104,19 +128,33 @@ def _slug(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
 
 
-def test_the_readme_links_resolve() -> None:
-    readme = README.read_text(encoding="utf-8")
-    anchors = {_slug(title) for _, _, title in _headings(readme)}
+def _anchors(page: Path) -> set[str]:
+    return {_slug(title) for _, _, title in _headings(page.read_text(encoding="utf-8"))}
+
+
+def test_the_links_of_the_readme_and_the_docs_resolve() -> None:
+    """Paths are relative to the page's folder, as GitHub reads them; so are anchors in pages."""
     broken = []
-    for target in re.findall(r"\]\(([^)\s]+)\)", readme):
-        if target.startswith(("http://", "https://")):
-            continue
-        if target.startswith("#"):
-            if target[1:] not in anchors:
-                broken.append(target)
-        elif not (REPO / target.split("#")[0]).exists():
-            broken.append(target)
-    assert not broken, f"README.md links to nothing: {', '.join(broken)}"
+    for page in _pages():
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{_name(page)}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{_name(page)}: {target} (no such heading)")
+    assert not broken, f"links to nothing: {', '.join(broken)}"
+
+
+def test_the_readme_links_every_page_of_the_docs() -> None:
+    readme = README.read_text(encoding="utf-8")
+    linked = {(REPO / target.partition("#")[0]).resolve()
+              for target in re.findall(r"\]\(([^)\s#]+)[^)\s]*\)", readme)}
+    unlinked = [_name(page) for page in _pages()[1:] if page.resolve() not in linked]
+    assert not unlinked, (f"README.md does not link {', '.join(unlinked)}: add it to the list "
+                          "under '## Reference'")
 
 
 def test_the_installed_package_holds_every_module_the_readme_installs() -> None:
@@ -132,12 +170,19 @@ def test_the_installed_package_holds_every_module_the_readme_installs() -> None:
     assert not {name for name in listed if name.split(".")[0] not in ("lawkit", "src_digest")}
 
 
-def test_the_readme_yaml_and_toml_examples_parse() -> None:
-    readme = README.read_text(encoding="utf-8")
-    blocks = re.findall(r"^```(yaml|toml)\n(.*?)^```", readme, flags=re.MULTILINE | re.DOTALL)
-    assert blocks
-    for kind, body in blocks:
-        if kind == "yaml":
-            yaml.safe_load(body)
-        else:
-            tomllib.loads(body)
+def test_the_yaml_and_toml_examples_of_the_readme_and_the_docs_parse() -> None:
+    kinds = set()
+    for page in _pages():
+        blocks = re.findall(r"^ *```(yaml|toml)\n(.*?)^ *```", page.read_text(encoding="utf-8"),
+                            flags=re.MULTILINE | re.DOTALL)
+        for kind, body in blocks:
+            kinds.add(kind)
+            try:
+                if kind == "yaml":
+                    yaml.safe_load(body)
+                else:
+                    tomllib.loads(body)
+            except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
+                raise AssertionError(
+                    f"{_name(page)}: a {kind} example does not parse: {error}") from error
+    assert kinds == {"yaml", "toml"}

@@ -1,26 +1,27 @@
-"""The README's ```console blocks run, in order, and print what the README says they print.
+"""The ```console blocks of the README and of docs/*.md run, in order, and print what they show.
 
-The convention, for whoever edits README.md:
+The convention, for whoever edits README.md or a page of docs/:
 
 - Every fenced block whose info string is `console` is a transcript. A line starting with `$ `
   is a command; lines right after it starting with `> ` (or a bare `>`) continue it, as a shell
   shows a continued line or a here-document; every other line, up to the next command or the
   end of the block, is what the command prints (stdout and stderr together, as in a terminal).
   Blocks in ```sh, ```text, ```python ... are for reading only and never run.
-- All the console blocks of one `## ` section run in one bash session, in order, so `cd` and
-  shell variables carry from one command to the next. Each section starts afresh, at the root
-  of a temporary copy of the repository (its `examples/`, `laws/` and `pyproject.toml`, and a
-  `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts this Python's scripts
-  first on PATH; they come first on PATH from the start too), with `$TMPDIR` inside
-  the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
+- All the console blocks of one `## ` section of one page run in one bash session, in order,
+  so `cd` and shell variables carry from one command to the next. Each section starts afresh,
+  at the root of a temporary copy of the repository (its `examples/`, `laws/` and
+  `pyproject.toml`, and a `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts
+  this Python's scripts first on PATH; they come first on PATH from the start too), with
+  `$TMPDIR` inside the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
 - A command must exit 0, unless its line ends with a comment `# exit N`: then it must exit N.
 - The output must match line for line (trailing spaces and trailing blank lines ignored);
   a command shown with no output must print nothing. In an expected line, `…` matches any
   text (times, temporary paths, revision ids); a line that is only `…` matches any number of
   lines, none included.
 
-Each section is one test, named after its heading; a failure names the README line, the
-command, and the difference, and the workspace is left in pytest's temporary folder.
+Each section is one test, named after its heading (a docs page's prefixed by its path); a failure
+names the page and line, the command, and the difference, and the workspace is left in pytest's
+temporary folder.
 """
 
 from __future__ import annotations
@@ -38,24 +39,30 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 ELLIPSIS = "…"
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\s*$")
 
 
 @dataclass
 class Command:
-    """One `$` command of a console block, with the output and exit code the README claims."""
+    """One `$` command of a console block, with the output and exit code the page claims."""
 
     text: str
     line: int
+    page: str = "README.md"
     exit_code: int = 0
     expected: list[str] = field(default_factory=list)
 
 
-def console_sections(text: str) -> dict[str, list[Command]]:
-    """The commands of the README's console blocks, by `## ` section, in order."""
+def console_sections(text: str, page: str = "README.md") -> dict[str, list[Command]]:
+    """The commands of a page's console blocks, by `## ` section, in order.
+
+    Sections are named by their heading, prefixed by the page's path unless it is the README.
+    """
     sections: dict[str, list[Command]] = {}
-    title = "(top)"
+    prefix = "" if page == "README.md" else f"{page}: "
+    title = prefix + "(top)"
     in_block = False
     fence = ""
     current: Command | None = None
@@ -63,7 +70,7 @@ def console_sections(text: str) -> dict[str, list[Command]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not in_block:
             if line.startswith("## "):
-                title = line[3:].strip()
+                title = prefix + line[3:].strip()
             elif line.startswith("```"):
                 fence = line[3:].strip()
                 in_block = True
@@ -76,7 +83,7 @@ def console_sections(text: str) -> dict[str, list[Command]]:
             continue
         if line.startswith("$ "):
             match = _EXIT.search(line)
-            current = Command(text=line[2:], line=number,
+            current = Command(text=line[2:], line=number, page=page,
                               exit_code=int(match.group(1)) if match else 0)
             sections.setdefault(title, []).append(current)
             continuing = True
@@ -86,7 +93,7 @@ def console_sections(text: str) -> dict[str, list[Command]]:
             continuing = False
             current.expected.append(line)
         else:
-            raise AssertionError(f"README.md:{number}: console block output before any $ line")
+            raise AssertionError(f"{page}:{number}: console block output before any $ line")
     return sections
 
 
@@ -169,16 +176,35 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-SECTIONS = console_sections(README.read_text(encoding="utf-8"))
+def _all_console_sections() -> dict[str, list[Command]]:
+    sections: dict[str, list[Command]] = {}
+    for page in PAGES:
+        sections.update(console_sections(page.read_text(encoding="utf-8"),
+                                         page.relative_to(REPO).as_posix()))
+    return sections
+
+
+SECTIONS = _all_console_sections()
 
 
 def test_the_readme_has_a_tutorial_that_runs_and_fails() -> None:
     """Guard the guard: the tutorial is found, and holds a failing check to show."""
-    tutorial = [title for title in SECTIONS if title.startswith("Tutorial")]
+    tutorial = [title for title, commands in SECTIONS.items()
+                if title.startswith("Tutorial") and commands[0].page == "README.md"]
     assert tutorial, "README.md: no `## Tutorial...` section with ```console blocks"
     commands = SECTIONS[tutorial[0]]
     assert any(c.text.startswith("lawkit check") and c.exit_code == 1 for c in commands)
     assert any(c.text.startswith("lawkit rekey") for c in commands)
+
+
+def test_console_blocks_are_read_from_every_docs_page_by_section() -> None:
+    assert (REPO / "docs" / "commands.md") in PAGES
+    text = "# Page\n\n## Two\n\n```console\n$ echo hi\nhi\n```\n\n```text\n$ not run\n```\n"
+    sections = console_sections(text, "docs/page.md")
+    assert list(sections) == ["docs/page.md: Two"]
+    [command] = sections["docs/page.md: Two"]
+    assert (command.page, command.line, command.text, command.expected) == (
+        "docs/page.md", 6, "echo hi", ["hi"])
 
 
 def test_the_matcher_reads_ellipses_as_documented() -> None:
@@ -191,7 +217,7 @@ def test_the_matcher_reads_ellipses_as_documented() -> None:
 
 
 @pytest.mark.parametrize("section", list(SECTIONS))
-def test_readme_console_blocks_print_what_the_readme_says(section: str, tmp_path: Path) -> None:
+def test_console_blocks_print_what_the_page_shows(section: str, tmp_path: Path) -> None:
     commands = SECTIONS[section]
     workspace = _workspace(tmp_path)
     results = tmp_path / "results"
@@ -203,20 +229,22 @@ def test_readme_console_blocks_print_what_the_readme_says(section: str, tmp_path
     failures = []
     for index, command in enumerate(commands):
         rc_file = results / f"{index}.rc"
-        where = f"README.md:{command.line}: $ {command.text}"
+        where = f"{command.page}:{command.line}: $ {command.text}"
         if not rc_file.is_file():
             failures.append(f"{where}\nnever ran: the session ended before it")
             break
         rc = int(rc_file.read_text())
         actual = (results / f"{index}.out").read_text(encoding="utf-8").splitlines()
         if rc != command.exit_code:
-            failures.append(f"{where}\nexited {rc}, the README says {command.exit_code} (mark "
+            failures.append(f"{where}\nexited {rc}, the page says {command.exit_code} (mark "
                             "another exit code with a trailing '# exit N'); it printed:\n"
                             + "\n".join(actual))
         elif not output_matches(command.expected, actual):
-            diff = difflib.unified_diff(command.expected, actual, "README", "actual", lineterm="")
-            failures.append(f"{where}\nprinted something else than the README shows (a '…' "
+            diff = difflib.unified_diff(command.expected, actual, command.page, "actual",
+                                        lineterm="")
+            failures.append(f"{where}\nprinted something else than the page shows (a '…' "
                             "matches any text):\n" + "\n".join(diff))
     if failures:
-        pytest.fail(f"{len(failures)} of {len(commands)} commands differ from README.md "
+        pytest.fail(f"{len(failures)} of {len(commands)} commands differ from "
+                    f"{commands[0].page} "
                     f"(workspace: {workspace}):\n\n" + "\n\n".join(failures), pytrace=False)
