@@ -347,7 +347,7 @@ def _explain(exc: ValidationError, document: yamlsafe.Document, shown: str) -> L
     where = _dotted(loc) if loc else "the file"
     kind = error["type"]
     if kind == "missing":
-        message = f"{where}: missing: add it (see the law file format in the README)"
+        message = f"{where}: missing: add it (see docs/law-files.md)"
     elif kind == "extra_forbidden":
         message = f"{where}: unknown key: remove it or check its spelling"
     elif kind == "value_error":
