@@ -32,7 +32,7 @@ Methods (rows):
 
 The forest. sklearn's RandomForestRegressor spends ~0.6 ms of Python per tree on these 3..12-row
 fits, and the grid needs ~14 million trees (leave-one-out alone: 360 searches x 10 folds x 6
-candidates): about 2.5 hours on 2 cores. So by default the forest inside the same GridSearchCV
+candidates): over an hour on 2 cores. So by default the forest inside the same GridSearchCV
 is `ExactForest`, a vectorised re-implementation of what RandomForestRegressor computes for one
 feature: the same per-tree seeds (drawn from random_state as sklearn draws them), the same
 bootstrap counts, the same best-split rule (sklearn's MSE proxy, first maximum, threshold at the
