@@ -55,7 +55,7 @@ def test_formula_of_a_law_uses_its_terms_as_they_are() -> None:
     ("y ~ a*b", "write a*b as a + b + a:b"),
     ("y ~ a + a", "repeats the term 'a'"),
     ("y ~ a:b + b:a", "repeats the term 'a:b'"),
-    ("y ~ a:a", "repeats a column"),
+    ("y ~ a:a", "repeats a factor"),
     ("y ~ y + a", "the target 'y' cannot be a term"),
     ("y ~ 2 + a", "must be 1 (the intercept) or 0"),
     ("y ~ 0", "no terms left"),

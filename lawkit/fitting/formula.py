@@ -1,8 +1,12 @@
 """Formulas: `"host_s ~ 1 + num_seqs + num_tokens + num_seqs:max_context"`.
 
-The right-hand side is a sum of terms, each the intercept `1`, a column, or a product of columns
-joined by `:` (DESIGN.md section 5: what a law's `terms` hold, so that a simulator evaluates a
-law with nothing but the law file). The intercept is implied, as in R and patsy, unless the
+The right-hand side is a sum of terms, each the intercept `1`, a factor, or a product of factors
+joined by `:`; a factor is a column, `step(COL,K)` or `hinge(COL,K)` (the grammar of
+`lawkit.lawfiles.terms`, DESIGN.md section 5: what a law's `terms` hold, so that a simulator
+evaluates a law with nothing but the law file). K is a number, written loosely if need be
+(`step(batch_size, 60.0)` is stored as `step(batch_size,60)`), or `auto`: a placeholder that a
+breakpoint search must resolve (`Formula.auto_factors`, `Formula.with_knots`) before a design
+matrix can be built. The intercept is implied, as in R and patsy, unless the
 formula drops it with `- 1`, `+ 0` or a leading `0 +`. Terms keep the order they are written in
 (an implied intercept comes first). No other operators: `a*b` is written `a + b + a:b`.
 """
@@ -15,14 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lawkit.errors import FitError
+from lawkit.lawfiles.terms import COLUMN, Factor, TermError, canonical_term, parse_term
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-_COLUMN_TEXT = r"[A-Za-z_][A-Za-z0-9_.]*"
 _TOKEN = re.compile(
-    rf"\s*(?:(?P<name>{_COLUMN_TEXT})|(?P<number>[0-9]+)|(?P<op>[~+\-:])|(?P<bad>\S))")
+    rf"\s*(?:(?P<factor>(?:step|hinge)\s*\([^()]*\))|(?P<name>{COLUMN})|(?P<number>[0-9]+)"
+    r"|(?P<op>[~+\-:])|(?P<bad>\S))")
 INTERCEPT = "1"
 
 
@@ -40,12 +45,33 @@ class Formula:
         return INTERCEPT in self.terms
 
     def columns(self) -> list[str]:
-        """The feature columns the terms use, in first-use order (not the target)."""
+        """The feature columns the terms use, in first-use order (not the target); a step's or
+        hinge's COL is one."""
         out: dict[str, None] = {}
         for term in self.terms:
             if term != INTERCEPT:
-                out.update(dict.fromkeys(term.split(":")))
+                out.update(dict.fromkeys(parse_term(term, allow_auto=True).columns()))
         return list(out)
+
+    @property
+    def auto_factors(self) -> tuple[str, ...]:
+        """The `auto` breakpoints (`step(batch_size,auto)`), once each, in first-use order: what
+        a breakpoint search chooses K for before `with_knots`."""
+        out: dict[str, None] = {}
+        for term in self.terms:
+            out.update(dict.fromkeys(f.text for f in parse_term(term, allow_auto=True).factors
+                                     if f.auto))
+        return tuple(out)
+
+    def with_knots(self, knots: Mapping[str, float]) -> Formula:
+        """This formula with each `auto` factor named in `knots` (`{"step(x,auto)": 60.0}`) at
+        that K; the others stay `auto`."""
+        terms = []
+        for term in self.terms:
+            factors = [f.with_knot(knots[f.text]) if f.auto and f.text in knots else f
+                       for f in parse_term(term, allow_auto=True).factors]
+            terms.append(":".join(f.text for f in factors) if factors else term)
+        return Formula(target=self.target, terms=tuple(terms), text=self.text)
 
     def __str__(self) -> str:
         rhs = " + ".join(self.terms)
@@ -81,16 +107,27 @@ def design_matrix(columns: Mapping[str, Any], terms: Sequence[str],
         n = int(np.count_nonzero(rows))
     else:
         n = len(next(iter(columns.values()))) if columns else 0
+    parsed = [_design_term(term) for term in terms]
     x = np.empty((n, len(terms)), dtype=np.float64, order="F")  # columns contiguous
-    for j, term in enumerate(terms):
-        if term == INTERCEPT:
+    for j, factors in enumerate(parsed):
+        if not factors:
             x[:, j] = 1.0
             continue
-        factors = term.split(":")
-        x[:, j] = values(factors[0])
+        x[:, j] = factors[0].array(values(factors[0].column))
         for factor in factors[1:]:
-            x[:, j] *= values(factor)
+            x[:, j] *= factor.array(values(factor.column))
     return x
+
+
+def _design_term(term: str) -> tuple[Factor, ...]:
+    try:
+        parsed = parse_term(term, allow_auto=True)
+    except TermError as exc:
+        raise FitError(str(exc)) from None
+    if parsed.auto:
+        raise FitError(f"term {term!r}: auto breakpoints are not supported yet: give K as a "
+                       "number, e.g. step(batch_size,60)")
+    return parsed.factors
 
 
 class _Parser:
@@ -105,6 +142,10 @@ class _Parser:
             kind = match.lastgroup
             assert kind is not None
             start = match.start(kind)
+            if kind == "bad" and match.group(kind) == "(" and self.tokens and \
+                    self.tokens[-1][1] in ("step", "hinge"):
+                self.fail(f"{self.tokens[-1][1]}( is not closed: write "
+                          f"{self.tokens[-1][1]}(COLUMN,K)", start)
             if kind == "bad":
                 self.fail(f"unexpected character {match.group(kind)!r}", start,
                           hint=" (terms are 1, columns and a:b products joined by '+'; write "
@@ -170,23 +211,23 @@ class _Parser:
                     terms.append(INTERCEPT)
                 expect_term = False
                 continue
-            if kind != "name":
+            if kind not in ("name", "factor"):
                 self.fail(f"expected a term, got {value!r}", at)
-            factors = [value]
+            factors = [self.factor(value, at)]
             while (nxt := self.peek()) is not None and nxt[0] == "op" and nxt[1] == ":":
                 self.take()
                 fkind, fvalue, fat = self.take()
-                if fkind != "name":
-                    self.fail(f"expected a column after ':', got {fvalue!r}", fat)
-                factors.append(fvalue)
-            term = ":".join(factors)
+                if fkind not in ("name", "factor"):
+                    self.fail(f"expected a factor after ':', got {fvalue!r}", fat)
+                factors.append(self.factor(fvalue, fat))
+            term = ":".join(f.text for f in factors)
             if sign == "-":
                 self.fail(f"only the intercept can be removed ('- 1'), not {term!r}", at)
-            if len(set(factors)) != len(factors):
-                self.fail(f"{term!r} repeats a column", at)
-            if target in factors:
+            if len({f.text for f in factors}) != len(factors):
+                self.fail(f"{term!r} repeats a factor", at)
+            if target in (f.column for f in factors):
                 self.fail(f"the target {target!r} cannot be a term", at)
-            key = frozenset(factors)
+            key = frozenset(f.text for f in factors)
             if key in seen:
                 self.fail(f"{term!r} repeats the term {seen[key]!r}", at)
             seen[key] = term
@@ -202,3 +243,12 @@ class _Parser:
         if not terms:
             self.fail("no terms left: a law needs at least one term")
         return Formula(target=target, terms=tuple(terms), text=self.text)
+
+    def factor(self, text: str, at: int) -> Factor:
+        """A column, or a breakpoint read loosely and kept in its canonical spelling."""
+        fixed = canonical_term(text, allow_auto=True)
+        try:
+            return parse_term(fixed or text, allow_auto=True).factors[0]
+        except TermError as exc:
+            self.fail(str(exc), at)
+            raise AssertionError from None  # pragma: no cover  (fail raises)

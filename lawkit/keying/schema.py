@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from lawkit.lawfiles.lawfile import SCHEMA, LawFile
+from lawkit.lawfiles.terms import TERM_PATTERN
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-_COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
-TERM_PATTERN = rf"^(1|{_COLUMN}(:{_COLUMN})*)$"
+__all__ = ["DIALECT", "TERM_PATTERN", "law_file_schema"]
 
 
 def law_file_schema() -> dict[str, Any]:
@@ -23,7 +23,9 @@ def law_file_schema() -> dict[str, Any]:
     law = schema["$defs"]["Law"]["properties"]
     law["terms"]["propertyNames"] = {"pattern": TERM_PATTERN}
     law["terms"]["description"] = ("term -> coefficient; a term is \"1\" (the intercept), a "
-                                   "column, or columns joined by ':'")
+                                   "factor, or factors joined by ':'; a factor is a column, "
+                                   "step(COL,K) or hinge(COL,K), K spelt as Python's repr of "
+                                   "the float without a trailing '.0' (quote such keys)")
     for branch in law["domain"]["anyOf"]:
         if branch.get("type") == "object":
             branch["additionalProperties"].update(minItems=2, maxItems=2)

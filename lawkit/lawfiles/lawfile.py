@@ -24,17 +24,19 @@ from pydantic import (
 from lawkit.errors import LawFileError
 from lawkit.lawfiles import yamlsafe
 from lawkit.lawfiles.lawbytes import check_size, read_bytes
+from lawkit.lawfiles.terms import INTERCEPT, TermError, canonical_term, needs_quoting, parse_term
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     import numpy as np
     import numpy.typing as npt
 
+    from lawkit.config import Workspace
+
 SCHEMA = "lawkit/1"
+REKEY_FIX = 'lawkit rekey --why "..."'
 Scalar = str | bool | int | float
-_COLUMN = r"[A-Za-z_][A-Za-z0-9_.]*"
-_TERM = re.compile(rf"1\Z|{_COLUMN}(:{_COLUMN})*\Z")
 _NUMBER_12 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
 
 
@@ -51,21 +53,26 @@ class Law(BaseModel):
     fit: dict[str, Any] | None = None
     domain: dict[str, list[float]] | None = None
 
+    # The generated row functions by (on_domain, stacklevel): a Law is not changed once loaded.
+    _rows: dict[tuple[str, int], Callable[[Mapping[str, Any]], Any]] = PrivateAttr(
+        default_factory=dict)
+
     @field_validator("terms")
     @classmethod
     def _terms_are_well_formed(cls, terms: dict[str, float]) -> dict[str, float]:
         seen: dict[frozenset[str], str] = {}
         for term, coef in terms.items():
-            if not _TERM.match(term):
-                raise ValueError(f"malformed term {term!r}: a term is \"1\", a column, or "
-                                 "columns joined by ':'")
+            try:
+                parsed = parse_term(term)
+            except TermError as exc:
+                raise ValueError(str(exc)) from None
             if not math.isfinite(coef):
                 raise ValueError(f"coefficient of {term!r} is {coef!r}: coefficients must be "
                                  "finite")
-            factors = frozenset(term.split(":"))
-            if factors in seen:
-                raise ValueError(f"{term!r} repeats {seen[factors]!r}")
-            seen[factors] = term
+            key = parsed.key()
+            if key in seen:
+                raise ValueError(f"{term!r} repeats {seen[key]!r}")
+            seen[key] = term
         return terms
 
     @field_validator("domain")
@@ -77,11 +84,11 @@ class Law(BaseModel):
         return domain
 
     def columns(self) -> list[str]:
-        """The feature columns the terms use, in first-use order."""
+        """The feature columns the terms use, in first-use order (a step's COL is one)."""
         out: dict[str, None] = {}
         for term in self.terms:
-            if term != "1":
-                out.update(dict.fromkeys(term.split(":")))
+            if term != INTERCEPT:
+                out.update(dict.fromkeys(parse_term(term).columns()))
         return list(out)
 
     @overload
@@ -107,9 +114,48 @@ class Law(BaseModel):
         `LawDomainError`, and `"mask"` returns `(values, outside)` with the rows outside marked.
         A column the law needs and `data` lacks raises a KeyError naming it.
         """
+        if type(data) is dict:  # the simulator's hot path: one row of plain scalars
+            for value in data.values():
+                if type(value) not in _ROW_TYPES:
+                    break
+            else:
+                return self.row_function(on_domain, stacklevel=3)(data)
         from lawkit.lawfiles.predict import predict
 
         return predict(self, data, on_domain=on_domain, stacklevel=3)  # type: ignore[arg-type]
+
+    @overload
+    def compile(self, *, on_domain: Literal["warn", "ignore", "raise"] = ...
+                ) -> Callable[[Mapping[str, float | str]], float]: ...
+    @overload
+    def compile(self, *, on_domain: Literal["mask"]
+                ) -> Callable[[Mapping[str, float | str]], tuple[float, bool]]: ...
+
+    def compile(self, *, on_domain: str = "warn") -> Callable[[Mapping[str, Any]], Any]:
+        """The law as a plain Python function of one row (a mapping of scalars), for a hot loop.
+
+        `f(row)` equals `law.predict(row, on_domain=...)` to the last bit, with the same checks
+        (domain, where, filter) and the same warning, error or `(value, outside)` mask; it
+        needs no numpy and parses nothing per call.
+        """
+        return self.row_function(on_domain, stacklevel=2)
+
+    def row_function(self, on_domain: str, *, stacklevel: int) -> Callable[[Mapping[str, Any]],
+                                                                           Any]:
+        """The generated row function behind `compile` and scalar `predict`, built once per
+        `on_domain` (`stacklevel`: the warning's, counted from the function's caller's frame)."""
+        rows: dict[tuple[str, int], Callable[[Mapping[str, Any]], Any]] = \
+            self.__pydantic_private__["_rows"]  # type: ignore[index]  # 3 us through getattr
+        function = rows.get((on_domain, stacklevel))
+        if function is None:
+            from lawkit.lawfiles.compiled import compile_law
+
+            function = compile_law(self, on_domain=on_domain, stacklevel=stacklevel)
+            rows[(on_domain, stacklevel)] = function
+        return function
+
+
+_ROW_TYPES = frozenset({float, int, str})
 
 
 class FitRecord(BaseModel):
@@ -241,6 +287,28 @@ class LawFile(BaseModel):
         """The line of a key path in the file (or of its nearest ancestor)."""
         return self.document.line(path)
 
+    def compile(self, target: str | None = None, *, on_domain: Literal["warn", "ignore", "raise"]
+                = "warn") -> Callable[[Mapping[str, float | str]], float]:
+        """A plain Python function of one row that prices it with the law for `target` whose
+        `where` and `filter` select the row (the first in file order), as `Law.compile` does.
+
+        `target` may be left out when every law predicts the same one. A row that no law
+        selects raises `LawDomainError` naming the columns it was chosen by.
+        """
+        from lawkit.lawfiles.compiled import law_chooser
+
+        targets = list(dict.fromkeys(law.target for law in self.host.laws))
+        if target is None:
+            if len(targets) > 1:
+                raise ValueError(f"{self._path or 'the law file'} holds laws for "
+                                 f"{', '.join(targets)}: pass the target to compile")
+            target = targets[0]
+        laws = [law for law in self.host.laws if law.target == target]
+        if not laws:
+            raise KeyError(f"no law for target {target!r} in {self._path or 'this file'} "
+                           f"(targets: {', '.join(targets)})")
+        return law_chooser(laws, on_domain=on_domain, shown=self._path or "the law file")
+
 
 @dataclass(frozen=True)
 class LawText:
@@ -270,10 +338,58 @@ def body_hash(laws: list[Law]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def load(path: str | Path, *, key: str = "atom", shown_as: str | None = None) -> LawFile:
-    """Read and validate a law file; a LawFileError with file and line for anything wrong."""
-    shown = shown_as or str(path)
-    return parse(read_bytes(path, shown), shown, key=key)
+def load(path: str | Path, *, key: str | None = None, require: Literal["current"] | None = None,
+         workspace: Workspace | str | Path | None = None, shown_as: str | None = None,
+         ) -> LawFile:
+    """Read and validate a law file; a LawFileError with file and line for anything wrong.
+
+    `key` names the `host.key` field that holds the digest (default: the workspace's, `atom`
+    without one). `require="current"` also refuses, with the message `lawkit check` gives, a
+    file whose digest is not the workspace's current one: the workspace is `workspace` (a
+    `Workspace`, or a folder to discover it from), by default the one found walking up from
+    the law file's folder.
+    """
+    if require is None:
+        shown = shown_as or str(path)
+        return parse(read_bytes(path, shown), shown, key=key or "atom")
+    if require != "current":
+        raise ValueError(f"require must be 'current' or None, got {require!r}")
+    ws = _workspace_of(path, workspace)
+    name = key or ws.digest.key
+    shown = shown_as or ws.rel(path)
+    law_file = parse(read_bytes(path, shown), shown, key=name)
+    named, digest = law_file.host.key[name], current_digest(ws)
+    if named != digest:
+        raise LawFileError(f"stale: {stale_message(named, digest)}; fix: {REKEY_FIX}",
+                           path=shown, line=law_file.line("host", "key", name))
+    return law_file
+
+
+def stale_message(named: str, digest: str) -> str:
+    """What `check` says of a file on another digest than the engine's."""
+    return f"names {named}, the engine is at {digest}"
+
+
+def current_digest(ws: Workspace) -> str:
+    """The digest of the workspace's engine work tree (what `lawkit digest` prints)."""
+    import src_digest
+    from lawkit.errors import LawkitError
+
+    config = ws.digest
+    try:
+        return src_digest.host_key_of(config.root, config.packages, config.include,
+                                      config.exclude, config.length)
+    except src_digest.DigestError as exc:
+        raise LawkitError(str(exc)) from None
+
+
+def _workspace_of(path: str | Path, workspace: Workspace | str | Path | None) -> Workspace:
+    from lawkit.config import Workspace, load_workspace
+
+    if isinstance(workspace, Workspace):
+        return workspace
+    start = Path(workspace) if workspace is not None else Path(path).absolute().parent
+    return load_workspace(cwd=start.absolute())
 
 
 def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
@@ -289,6 +405,7 @@ def parse(raw: bytes, shown: str, *, key: str = "atom") -> LawFile:
         raise LawFileError(f"schema: expected '{SCHEMA}', got {_clipped(data.get('schema'))}",
                            path=shown, line=document.line(("schema",)))
     _require_quoted_digests(document, shown, key)
+    _require_quoted_terms(document, text, shown)
     try:
         law_file = LawFile.model_validate(data)
     except ValidationError as exc:
@@ -325,6 +442,40 @@ def _require_quoted_digests(document: yamlsafe.Document, shown: str, key: str) -
             raise LawFileError(f"{_dotted(path)}: expected a quoted string, got {node.value} "
                                f"({_plain_kind(node)}): write it as \"{node.value}\"",
                                path=shown, line=node.start_mark.line + 1)
+
+
+def _require_quoted_terms(document: yamlsafe.Document, text: str, shown: str) -> None:
+    """A term key holding `(` or `,` is quoted: unquoted in a flow mapping, `step(x,60)` reads
+    as two keys (`step(x` and `60)`), which is named here rather than as a missing number."""
+    host = document.data.get("host")
+    laws = host.get("laws") if isinstance(host, dict) else None
+    for i, law in enumerate(laws if isinstance(laws, list) else []):
+        terms = law.get("terms") if isinstance(law, dict) else None
+        if not isinstance(terms, dict) or not any(c in k for k in terms for c in "(),"):
+            continue
+        node = document.nodes.get(("host", "laws", i, "terms"))
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        keys = [k for k, _v in node.value]
+        for j, key_node in enumerate(keys):
+            if yamlsafe.is_quoted(key_node) or not any(c in key_node.value for c in "(),"):
+                continue
+            where = f"host.laws[{i}].terms"
+            line = key_node.start_mark.line + 1
+            if key_node.value.count("(") > key_node.value.count(")") and j + 1 < len(keys):
+                rest = keys[j + 1]
+                joined = text[key_node.start_mark.index:rest.end_mark.index]
+                fixed = canonical_term(joined)
+                if fixed is not None:
+                    raise LawFileError(
+                        f"{where}: the term {joined} is not quoted, so YAML reads it as two "
+                        f"keys ({key_node.value!r} and {rest.value!r}): write \"{fixed}\"",
+                        path=shown, line=line)
+            fixed = canonical_term(key_node.value)
+            if fixed is not None and needs_quoting(fixed):
+                raise LawFileError(f"{where}.{key_node.value}: a term holding '(' or ',' is "
+                                   "quoted (unquoted in a flow mapping it reads as two keys): "
+                                   f"write \"{fixed}\"", path=shown, line=line)
 
 
 def _plain_kind(node: yaml.Node) -> str:

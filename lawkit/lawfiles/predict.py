@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from lawkit.errors import CaptureError
+from lawkit.lawfiles.terms import Factor, parse_term
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +56,9 @@ def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: in
     if isinstance(data, Mapping) and _all_scalars(data):
         value, outside = _predict_scalar(law, data)
     else:
-        value, outside = _predict_arrays(law, data, check=on_domain != "ignore")
+        value, found = _predict_arrays(law, data, check=on_domain != "ignore",
+                                       mask=on_domain == "mask")
+        outside = False if found is None else found
     if on_domain == "mask":
         return value, outside
     if on_domain != "ignore" and _any(outside):
@@ -88,29 +91,39 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
         lengths = ", ".join(f"{k}: {v.shape[0]}" for k, v in columns.items() if v.ndim)
         raise CaptureError(f"law {law.name!r}: columns of different lengths ({lengths})") from None
     n = shape[0]
-    intercept = sum(coef for term, coef in law.terms.items() if term == "1")
-    plan = [(coef, [columns[f] for f in term.split(":")])
-            for term, coef in law.terms.items() if term != "1"]
+    # Term by term in the order written, each product left to right: the order of the scalar
+    # path (lawkit.lawfiles.compiled), so that both agree to the last bit.
+    plan = [(coef, [(f, columns[f.column]) for f in parse_term(term).factors])
+            for term, coef in law.terms.items()]
     bounds = [(name, columns[name] if name in columns else _array(data, name, law), low, high)
               for name, (low, high) in (law.domain or {}).items()
               if check_domain and _has(data, name)]
+    fused = len(plan) > 1 and not plan[0][1] and plan[1][1] != []
     out = np.empty(n)
     scratch = np.empty(min(n, _BLOCK))
     strays: set[str] = set()
     for lo in range(0, n, _BLOCK):
         hi = min(n, lo + _BLOCK)
         block = out[lo:hi]
-        if not plan:
-            block.fill(intercept)
         for i, (coef, factors) in enumerate(plan):
+            if not factors:  # the intercept
+                if i == 0 and not fused:
+                    block.fill(coef)
+                elif i:
+                    np.add(block, coef, out=block)
+                continue
+            if i == 1 and fused:  # c0 + c1*x written as c1*x + c0: the same float, one pass less
+                np.multiply(_factor_rows(*factors[0], lo, hi), coef, out=block)
+                for factor in factors[1:]:
+                    np.multiply(block, _factor_rows(*factor, lo, hi), out=block)
+                np.add(block, plan[0][0], out=block)
+                continue
             part = block if i == 0 else scratch[: hi - lo]
-            np.multiply(_rows(factors[0], lo, hi), coef, out=part)
+            np.multiply(_factor_rows(*factors[0], lo, hi), coef, out=part)
             for factor in factors[1:]:
-                np.multiply(part, _rows(factor, lo, hi), out=part)
+                np.multiply(part, _factor_rows(*factor, lo, hi), out=part)
             if i:
                 np.add(block, part, out=block)
-        if intercept and plan:
-            np.add(block, intercept, out=block)
         for name, values, low, high in bounds:
             # Two reductions per block; the mask is built only for a column found outside.
             if name not in strays and values.size:
@@ -135,13 +148,19 @@ def _rows(values: Any, lo: int, hi: int) -> Any:
     return values[lo:hi] if values.ndim else values
 
 
+def _factor_rows(factor: Factor, values: Any, lo: int, hi: int) -> Any:
+    rows = _rows(values, lo, hi)
+    return rows if factor.kind == "column" else factor.array(rows)
+
+
 def outside_message(law: Law, data: Any, outside: Any) -> str:
     """`law 'x': 3 of 1000 rows outside its domain (num_seqs 300 > 256, ...)`."""
+    if isinstance(data, Mapping) and all(_is_scalar(v) for v in data.values()):
+        from lawkit.lawfiles.compiled import outside_message as row_message
+
+        return row_message(law, data)
     import numpy as np
 
-    if isinstance(data, Mapping) and all(_is_scalar(v) for v in data.values()):
-        data = {k: np.asarray([v]) for k, v in data.items()}
-        outside = np.asarray([bool(outside)])
     mask = np.asarray(outside, dtype=bool)
     count, n = int(mask.sum()), mask.size
     details = []
@@ -169,32 +188,18 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
 
 
 def _predict_scalar(law: Law, data: Mapping[str, Any]) -> tuple[float, bool]:
-    # The simulator's path, once per step: plain floats, no numpy, no per-call allocation
-    # beyond the term split.
-    total = 0.0
-    for term, coef in law.terms.items():
-        if term == "1":
-            total += coef
-        elif ":" in term:
-            for factor in term.split(":"):
-                coef *= _scalar(data, factor, law)
-            total += coef
-        else:
-            total += coef * _scalar(data, term, law)
-    outside = False
-    if law.domain:
-        for name, (low, high) in law.domain.items():
-            if name in data and not low <= _scalar(data, name, law) <= high:
-                outside = True
-                break
-    if not outside and (law.where or law.filter):
-        unselected = _unselected(law, data)
-        outside = bool(unselected is not None and unselected.any())
-    return total, outside
+    # The simulator's path: the law's generated row function (no numpy), built once per law.
+    value, outside = law.row_function("mask", stacklevel=2)(data)
+    return value, outside
 
 
-def _predict_arrays(law: Law, data: Any, *, check: bool) -> tuple[FloatArray, BoolArray]:
+def _predict_arrays(law: Law, data: Any, *, check: bool, mask: bool = True,
+                    ) -> tuple[FloatArray, BoolArray | None]:
+    """The values and the rows outside; None for "none outside" unless `mask` asks for the
+    array (building an all-False mask of a million rows costs a fifth of the evaluation)."""
     values, strays = _evaluate(law, data, check_domain=check)
+    if not mask and not strays and not (check and (law.where or law.filter)):
+        return values, None
     outside = _stray_mask(law, data, strays, values.shape)
     if check and (law.where or law.filter):
         unselected = _unselected(law, data, values.shape)
