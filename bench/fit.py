@@ -95,6 +95,10 @@ def make_captures(path: Path, rows: int, seed: int = 1) -> None:
             y = TRUE[0] + sum(c * cols[f] for c, f in zip(TRUE[1:], FEATURES, strict=True))
             cols[TARGET] = np.abs(y + rng.normal(0, 1e-4, n))
             cols[TARGET][rng.random(n) < 0.01] *= 3.0  # outliers for the robust methods
+            if csv:  # decimal text as engines write it: a few digits, not 17
+                cols["kv_blocks"] = np.round(cols["kv_blocks"], 2)
+                cols["prefill_frac"] = np.round(cols["prefill_frac"], 4)
+                cols[TARGET] = np.round(cols[TARGET], 7)
             writer.write_table(pa.table(cols, schema=schema))
 
 

@@ -34,12 +34,12 @@ R factor is unique up to the signs of its rows), so any tree of merges gives the
 within a small multiple of cond x eps (tests/test_dask_fit.py), and the order of files in
 messages and provenance is the local fit's.
 
-Methods. ``ols``; ``nnls`` (Lawson-Hanson on the merged R factor, the free coefficients refitted
-by one more fold); ``huber``, every IRLS step as passes: the scale is the exact median of |r|
-(radix selection on the bits of |r|, 12 bits a pass, then the few candidates gathered: about 3
-passes, whatever the row count), then a weighted fold. ``robust`` is refused: its FAST-LTS start
-draws a random subsample and concentrates candidates on the h smallest residuals of all rows,
-which does not fold; fit those laws without ``--dask``.
+Methods. Every method of `lawkit.fitting.methods` runs here unchanged: its passes (fold,
+residuals, median selection, the robust start's bounded sample, the final statistics) are
+requests that each task answers with `methods.answer` over its chunks, merged by
+`methods.merge`; the method's decisions run on the client. ``robust`` draws its high-breakdown
+start from a sample of at most `methods.SAMPLE_ROWS` rows chosen by a hash of their values, so
+the sample, and the fit, do not depend on how the rows are cut into tasks.
 
 Retries. A task is a pure function of its arguments and the file's bytes (its arguments are
 sent with it, not scattered, so nothing is lost with a worker), and returns a `LawkitError` as

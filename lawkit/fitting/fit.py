@@ -23,15 +23,18 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     method        ols | huber | robust | nnls
     n             rows fitted (holdout rows excluded; weight-0 rows included)
     p             terms
-    r2            R^2 (weighted with --weight; centred when the terms hold an intercept)
-    rmse          sqrt(SSR / sum of weights)
+    r2            R^2 (centred when the terms hold an intercept)
+    rmse          sqrt(SSR / n)
     resid_sd      sqrt(SSR / (n - p))
+                  n, r2, rmse, mape and resid_sd are unweighted over every fitted row, for
+                  every method and with --weight (DESIGN.md section 8): what `score` prints
+                  on the same rows
     mape          mean |residual| / |target| over rows with target != 0
     cond          condition number of the column-scaled design
     stderr        {term: standard error} (those of the final weighted step for huber/robust;
                   a coefficient nnls holds at 0 has none)
     ci95          {term: [low, high]}: coef -/+ t(0.975, n - p) * stderr
-    scale         robust scale (huber, robust)
+    scale         the method's own robust scale (huber: MAD; robust: the M-scale)
     downweighted  rows whose robust weight ended below 0.5 (huber, robust)
     weight        the weight column, with --weight
     dropped       rows dropped by --drop-invalid (when any)
@@ -39,7 +42,8 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
                   mape}: the law scored on held-out rows (unweighted)
 
 The law's `domain` is {feature: [min, max]} over the rows fitted. The file gets one provenance
-entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}`, with
+entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}` (`records`: the
+rows fitted, selected by at least one law and not held out), with
 `digests` listing every digest seen when `--allow-mixed-digests` let several through.
 """
 
@@ -78,10 +82,12 @@ FloatArray = npt.NDArray[np.float64]
 CURRENT = "current"
 STREAM_ROWS = 1 << 20
 """Rows per chunk when a fit streams."""
-IN_MEMORY_BYTES = 256 << 20
+IN_MEMORY_BYTES = 64 << 20
 """The budget of parsed columns a fit may hold in memory: above this estimated size of the
 columns read (8 bytes a value; a text file's size as the estimate for its values), captures
-stream (environment variable LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams)."""
+stream (environment variable LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams). Reading
+in memory peaks at about 4x the columns (parsing, the cached chunks, each law's design), so
+64 MiB keeps the peak of either path near 300 MiB (bench/fit.py)."""
 _DIGEST_TEXT = re.compile(r"[0-9a-fA-F]{4,64}\Z")
 
 
