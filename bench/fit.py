@@ -41,6 +41,7 @@ TARGET = "host_s"
 FORMULA = f"{TARGET} ~ 1 + " + " + ".join(FEATURES)
 TRUE = [2e-3, 1.2e-4, 3.1e-8, 1e-9, 2e-7, 1e-4]
 DIGEST = "68ad8fc6"
+METHODS = ("ols", "huber", "nnls", "robust")
 PYTHON = sys.executable
 LAWKIT = str(Path(sys.executable).parent / "lawkit")
 
@@ -69,16 +70,19 @@ BASELINES = {
 
 
 def make_captures(path: Path, rows: int, seed: int = 1) -> None:
-    """A Parquet capture file of `rows` rows, written a million rows at a time."""
+    """A Parquet capture file (or CSV, by its suffix) of `rows` rows, a million at a time."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
     schema = pa.schema([(c, pa.float64()) for c in [*FEATURES, TARGET]],
                        metadata={"lawkit.atom": DIGEST})
     step = 1 << 20
-    with pq.ParquetWriter(path, schema) as writer:
+    csv = path.suffix == ".csv"
+    opened = pacsv.CSVWriter(path, schema) if csv else pq.ParquetWriter(path, schema)
+    with opened as writer:
         for start in range(0, rows, step):
             n = min(step, rows - start)
             cols = {
@@ -90,6 +94,11 @@ def make_captures(path: Path, rows: int, seed: int = 1) -> None:
             }
             y = TRUE[0] + sum(c * cols[f] for c, f in zip(TRUE[1:], FEATURES, strict=True))
             cols[TARGET] = np.abs(y + rng.normal(0, 1e-4, n))
+            cols[TARGET][rng.random(n) < 0.01] *= 3.0  # outliers for the robust methods
+            if csv:  # decimal text as engines write it: a few digits, not 17
+                cols["kv_blocks"] = np.round(cols["kv_blocks"], 2)
+                cols["prefill_frac"] = np.round(cols["prefill_frac"], 4)
+                cols[TARGET] = np.round(cols[TARGET], 7)
             writer.write_table(pa.table(cols, schema=schema))
 
 
@@ -131,11 +140,20 @@ def main() -> None:
     parser.add_argument("--stream-rows", type=int, default=40_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate (or reuse) the files here")
+    parser.add_argument("--memory", default="5000000,20000000",
+                        help="row counts of the CSV captures fitted by every method ('' skips)")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="only the peak RSS of every method on the CSV captures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
         folder = args.keep or Path(temp)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lawkit.toml").write_text("")  # a workspace of its own
+        sizes = [int(v) for v in args.memory.split(",") if v.strip()]
+        if sizes:
+            memory(folder, sizes)
+        if args.memory_only:
+            return
         capture = folder / f"caps-{args.rows}.parquet"
         if not capture.exists():
             print(f"writing {args.rows:,} rows to {capture} ...", flush=True)
@@ -181,6 +199,33 @@ def main() -> None:
                   f"{args.stream_rows * (len(FEATURES) + 1) * 8 / 2**30:.1f} GiB)")
             print("  lawkit       " + " ".join(f"{v: .10e}" for v in
                                                coefficients("lawkit", out)))
+
+
+def memory(folder: Path, sizes: list[int]) -> None:
+    """Peak RSS of whole-process `lawkit fit --method M` on CSV captures of each size (issue
+    13: every method streams; the largest within 64 MiB of the smallest, under 600 MiB)."""
+    peaks: dict[str, list[int]] = {}
+    for rows in sizes:
+        capture = folder / f"caps-{rows}.csv"
+        if not capture.exists():
+            print(f"writing {rows:,} rows to {capture} ...", flush=True)
+            make_captures(capture, rows, seed=3)
+        for method in METHODS:
+            argv = [LAWKIT, "fit", str(capture), "--formula", FORMULA, "--method", method,
+                    "--out", str(folder / f"mem-{method}.yaml"), "--captured-on", DIGEST, "--json"]
+            seconds, rss, out = run(argv, folder)
+            peaks.setdefault(method, []).append(rss)
+            terms = " ".join(f"{v: .6e}" for v in coefficients("lawkit", out))
+            print(f"  {rows:>11,} rows  {method:7} {seconds:7.1f} s  peak RSS "
+                  f"{rss / 2**20:6.0f} MiB  {terms}", flush=True)
+    print(f"\nCSV captures x {len(FEATURES) + 1} terms, whole-process peak RSS (MiB):")
+    print(f"{'method':8}" + "".join(f"{rows:>14,}" for rows in sizes)
+          + "   growth   target")
+    for method, values in peaks.items():
+        growth = (values[-1] - values[0]) / 2**20
+        ok = growth <= 64 and max(values) < 600 * 2**20
+        print(f"{method:8}" + "".join(f"{v / 2**20:14.0f}" for v in values)
+              + f"   {growth:+6.0f}   {'ok' if ok else 'MISSED'} (growth <= 64, peak < 600)")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.errors import CaptureError, FitError, LawkitError
 from lawkit.fitting import distributed as dask_fit
-from lawkit.fitting import solve
+from lawkit.fitting import methods, solve
 from lawkit.fitting.captures import Capture
 from lawkit.fitting.fit import FitReport, FitRequest, fit_laws, write_fit
 
@@ -207,27 +207,27 @@ def test_a_local_fit_does_not_import_dask() -> None:
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("method", ["huber", "nnls"])
-def test_huber_and_nnls_run_every_pass_on_the_cluster_and_give_the_local_fit(
+@pytest.mark.parametrize("method", ["huber", "nnls", "robust"])
+def test_huber_nnls_and_robust_run_every_pass_on_the_cluster_and_give_the_local_fit(
         tmp_path: Path, cluster: str, method: str) -> None:
     caps = make_captures(tmp_path / "caps", files=4, rows=600, seed=3,
-                         outliers=0.05 if method == "huber" else 0.0)
+                         outliers=0.0 if method == "nnls" else 0.05)
     # nnls: idle's least-squares coefficient is negative; it is held at 0 and the other two
     # are refitted by one more fold.
     local, remote = fit_both(caps, cluster, formulas=["host_s ~ 1 + num_seqs + idle"],
                              method=method, weight="w")
     fitted = local.laws[0].law["fit"]
-    if method == "huber":
+    if method != "nnls":
         assert fitted["downweighted"] > 0 and fitted["scale"] > 0
     else:
         assert local.laws[0].law["terms"]["idle"] == 0.0 and "idle" not in fitted["stderr"]
-    assert_same_report(local, remote, irls=method == "huber")
+    assert_same_report(local, remote, irls=method != "nnls")
 
 
 def test_huber_takes_the_exact_median_of_many_rows_by_radix_selection(
         tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Few enough candidates to gather only after counting by bits: the counting passes run.
-    monkeypatch.setattr(dask_fit, "_GATHER", 16)
+    monkeypatch.setattr(methods, "_GATHER", 16)
     caps = make_captures(tmp_path / "caps", files=3, rows=700, outliers=0.05, seed=5)
     local, remote = fit_both(caps, cluster, formulas=["host_s ~ 1 + num_seqs"], method="huber")
     assert_same_report(local, remote, irls=True)
@@ -325,15 +325,6 @@ def test_without_distributed_the_command_says_how_to_install_it(
     assert result.exit_code == 2, result.output
     assert "--dask needs dask.distributed: pip install 'lawkit[dask]'" in result.output
     assert not Path("a.yaml").exists()
-
-
-def test_robust_is_refused_before_a_cluster_starts_naming_the_methods_that_run(
-        captures: Path) -> None:
-    result = runner.invoke(app, ["fit", str(captures), "--formula", FORMULA, "--method",
-                                 "robust", "--out", "a.yaml", "--dask", "local:1"])
-    assert result.exit_code == 2, result.output
-    assert "law host_s: --method robust does not run on Dask" in result.output
-    assert "use ols, huber or nnls" in result.output
 
 
 @pytest.mark.parametrize(("given", "message"), [

@@ -34,12 +34,12 @@ R factor is unique up to the signs of its rows), so any tree of merges gives the
 within a small multiple of cond x eps (tests/test_dask_fit.py), and the order of files in
 messages and provenance is the local fit's.
 
-Methods. ``ols``; ``nnls`` (Lawson-Hanson on the merged R factor, the free coefficients refitted
-by one more fold); ``huber``, every IRLS step as passes: the scale is the exact median of |r|
-(radix selection on the bits of |r|, 12 bits a pass, then the few candidates gathered: about 3
-passes, whatever the row count), then a weighted fold. ``robust`` is refused: its FAST-LTS start
-draws a random subsample and concentrates candidates on the h smallest residuals of all rows,
-which does not fold; fit those laws without ``--dask``.
+Methods. Every method of `lawkit.fitting.methods` runs here unchanged: its passes (fold,
+residuals, median selection, the robust start's bounded sample, the final statistics) are
+requests that each task answers with `methods.answer` over its chunks, merged by
+`methods.merge`; the method's decisions run on the client. ``robust`` draws its high-breakdown
+start from a sample of at most `methods.SAMPLE_ROWS` rows chosen by a hash of their values, so
+the sample, and the fit, do not depend on how the rows are cut into tasks.
 
 Retries. A task is a pure function of its arguments and the file's bytes (its arguments are
 sent with it, not scattered, so nothing is lost with a worker), and returns a `LawkitError` as
@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.fitting import captures, solve
+from lawkit.fitting import captures, methods, solve
 from lawkit.fitting.fit import (
     STREAM_ROWS,
     FitRequest,
@@ -80,7 +80,6 @@ from lawkit.fitting.fit import (
     law_rows,
     scan_columns,
 )
-from lawkit.fitting.robust import _MAD_NORMAL, _MAX_IRLS, HUBER_C
 
 Array = solve.Array
 
@@ -89,7 +88,6 @@ LOCAL_WORKERS = 2
 ROWS_PER_TASK = 4 * STREAM_ROWS
 """A Parquet file of more rows than this, in several row groups, is cut into tasks of about
 this many rows (whole row groups each)."""
-METHODS = ("ols", "huber", "nnls")
 INSTALL = "--dask needs dask.distributed: pip install 'lawkit[dask]'"
 PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 CONNECT_TIMEOUT = "20s"
@@ -101,16 +99,6 @@ _FAN_IN = 8  # results per merge task
 
 
 # -- the cluster -------------------------------------------------------------------------------
-
-
-def check_methods(specs: Sequence[LawSpec]) -> None:
-    """FitError unless every law's method runs on Dask (before a cluster is started)."""
-    for spec in specs:
-        if spec.method not in METHODS:
-            raise FitError(f"law {spec.name}: --method {spec.method} does not run on Dask (its "
-                           "high-breakdown start, FAST-LTS, needs all rows in one place): with "
-                           f"--dask use {', '.join(METHODS[:-1])} or {METHODS[-1]}, or fit "
-                           "this law without --dask")
 
 
 def local_workers(address: str) -> int | None:
@@ -297,53 +285,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class _Robust:
-    """Huber weights of an IRLS step, recomputed from the rows in each task:
-    min(1, c·scale / |y - X b|), as `robust.fit_huber` computes them."""
+class _Seeing:
+    """A law's first request (a `methods.Fold`), answered with the rows it drops and the
+    range of each feature besides (`LawFold`)."""
 
-    coef: Array
-    scale: float
-    c: float
-
-    def of(self, x: Array, y: Array) -> Array:
-        r = y - _matvec(x, self.coef)
-        tiny = np.finfo(np.float64).tiny
-        return np.asarray(np.minimum(1.0, self.c * self.scale / np.maximum(np.abs(r), tiny)),
-                          dtype=np.float64)
-
-
-def _matvec(x: Array, b: Array) -> Array:
-    # The local robust fits multiply a Fortran-ordered design: the same order of operations
-    # gives the same residuals, bit for bit, whatever the chunking.
-    return np.asarray(np.asfortranarray(x) @ b, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class _Fold:
-    """Fold the rows (only `columns` of the design, if given; robust weights, if given)."""
-
-    columns: tuple[int, ...] | None = None
-    robust: _Robust | None = None
-
-
-@dataclass(frozen=True)
-class _Residuals:
-    """The residual pass at `coef` (`solve.residual_pass`), with the fold's columns and weights."""
-
-    coef: Array
-    columns: tuple[int, ...] | None = None
-    robust: _Robust | None = None
-
-
-@dataclass(frozen=True)
-class _Select:
-    """Counts of |y - X coef| (rows of weight > 0) by their next bits in each bucket
-    (prefix, shift: the values whose bits >> shift equal prefix; shift 64 is every value),
-    or, for a bucket to gather, its values; and max |X step| when `step` is given."""
-
-    coef: Array
-    buckets: tuple[tuple[int, int, bool], ...]
-    step: Array | None = None
+    request: methods.Fold
 
 
 @dataclass(frozen=True)
@@ -353,43 +299,21 @@ class _Holdout:
     coef: Array
 
 
-_Request = _Fold | _Residuals | _Select | _Holdout
+_Request = methods.Request | _Seeing | _Holdout
 
 
 @dataclass
-class LawFold:
-    """A law's fold over some rows: its R factor (None before any row), the rows it dropped
-    and the range of each feature, max |y|, the rows of weight > 0 and, of those, the rows a
-    robust weight of < 0.5 downweights. Merge: `solve.merge` of the R factors,
-    `fit.RowsSeen.merge`, max, sums."""
+class LawFold(methods.Folded):
+    """A law's first fold (`methods.Folded`) with the rows it dropped and the range of each
+    feature (`fit.RowsSeen`)."""
 
-    state: solve.PartialFit | None = None
     seen: RowsSeen = field(default_factory=RowsSeen)
-    ymax: float = 0.0
-    kept: int = 0
-    down: int = 0
 
-    def merge(self, other: LawFold) -> LawFold:
+    def merge(self, other: methods.Folded) -> LawFold:
         """Both folds, ``self``'s rows first."""
-        if self.state is None or other.state is None:
-            state = self.state if other.state is None else other.state
-        else:
-            state = solve.merge(self.state, other.state)
-        return LawFold(state, self.seen.merge(other.seen), max(self.ymax, other.ymax),
-                       self.kept + other.kept, self.down + other.down)
-
-
-@dataclass
-class _Selected:
-    """Per bucket of a `_Select`: the counts by next bits, or the values; max |X step|."""
-
-    found: list[Array | Any]
-    moved: float = 0.0
-
-    def merge(self, other: _Selected) -> _Selected:
-        found = [a + b if a.dtype.kind == "i" else np.concatenate([a, b])
-                 for a, b in zip(self.found, other.found, strict=True)]
-        return _Selected(found, max(self.moved, other.moved))
+        out = replace(self, seen=self.seen.merge(getattr(other, "seen", RowsSeen())))
+        out.absorb(other)
+        return out
 
 
 @dataclass
@@ -447,9 +371,6 @@ class _Failed:
     error: LawkitError
 
 
-_Reply = LawFold | solve.ResidualPass | _Selected | _HoldoutSums | None
-
-
 def merge(a: Any, b: Any) -> Any:
     """Merge two task results, ``a``'s rows before ``b``'s (see the module docstring)."""
     if isinstance(a, _Failed):
@@ -458,13 +379,7 @@ def merge(a: Any, b: Any) -> Any:
         return b
     if isinstance(a, list):
         return [merge(x, y) for x, y in zip(a, b, strict=True)]
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(a, solve.ResidualPass):
-        return solve.merge(a, b)
-    return a.merge(b)
+    return methods.merge(a, b)
 
 
 def merge_all(*results: Any) -> Any:
@@ -476,11 +391,12 @@ def merge_all(*results: Any) -> Any:
 
 
 def _scan_task(index: int, part: Part, spec: captures.ColumnSpec, specs: list[LawSpec],
-               by: tuple[str, ...], drop_invalid: bool, chunk_rows: int) -> Scan | _Failed:
+               by: tuple[str, ...], drop_invalid: bool, chunk_rows: int, split: Split | None,
+               ) -> Scan | _Failed:
     scan = Scan()
     try:
         for chunk in read_part(part, spec, chunk_rows):
-            scan.add(chunk, specs, by, drop_invalid=drop_invalid)
+            scan.add(chunk, specs, by, drop_invalid=drop_invalid, split=split)
     except LawkitError as exc:
         return _Failed(index, exc)
     return scan
@@ -495,8 +411,8 @@ def _hash_task(capture: captures.Capture) -> str | LawkitError:
 
 def _pass_task(index: int, part: Part, spec: captures.ColumnSpec,
                work: list[tuple[LawSpec, _Request]], drop_invalid: bool, split: Split | None,
-               chunk_rows: int) -> list[_Reply] | _Failed:
-    replies: list[_Reply] = [None] * len(work)
+               chunk_rows: int) -> list[Any] | _Failed:
+    replies: list[Any] = [None] * len(work)
     try:
         for chunk in read_part(part, spec, chunk_rows):
             held = split.held(chunk) if split is not None else None
@@ -509,16 +425,16 @@ def _pass_task(index: int, part: Part, spec: captures.ColumnSpec,
     return replies
 
 
-def _answer(request: _Request, reply: _Reply, law: LawSpec, chunk: captures.Chunk,
-            rows: Any, dropped: int) -> _Reply:
+def _answer(request: _Request, reply: Any, law: LawSpec, chunk: captures.Chunk,
+            rows: Any, dropped: int) -> Any:
     """`reply` with the chunk's rows of the law folded in (a reply is the task's own value,
     so it is updated in place)."""
-    if isinstance(request, _Fold):
+    if isinstance(request, _Seeing):
         fold = reply if isinstance(reply, LawFold) else LawFold()
         fold.seen.dropped += dropped
         fold.seen.see(chunk, law.features, rows)
         if rows.any():
-            _fold(request, fold, law, *law_design(law, chunk, rows))
+            methods.answer(request.request, fold, *law_design(law, chunk, rows))
         return fold
     if not rows.any():
         return reply
@@ -527,216 +443,36 @@ def _answer(request: _Request, reply: _Reply, law: LawSpec, chunk: captures.Chun
         sums = reply if isinstance(reply, _HoldoutSums) else _HoldoutSums()
         sums.add(y, y - x @ request.coef)
         return sums
-    if isinstance(request, _Select):
-        return _select(request, reply, x, y, w)
-    weights = _weights(request.robust, x, y, w)[0]
-    if request.columns is not None:
-        x = x[:, request.columns]
-    acc = reply if isinstance(reply, solve.ResidualPass) else None
-    return solve.residual_pass(acc, request.coef, x, y, weights)
+    return methods.answer(request, reply, x, y, w)
 
 
-def _weights(robust: _Robust | None, x: Array, y: Array, w: Array | None,
-             ) -> tuple[Array | None, Array | None]:
-    """(user weights times robust weights, robust weights) of the rows."""
-    if robust is None:
-        return w, None
-    rw = robust.of(x, y)
-    return (rw if w is None else w * rw), rw
-
-
-def _fold(request: _Fold, fold: LawFold, law: LawSpec, x: Array, y: Array, w: Array | None,
-          ) -> None:
-    weights, robust = _weights(request.robust, x, y, w)
-    terms = law.terms
-    if request.columns is not None:
-        x = x[:, request.columns]
-        terms = tuple(law.terms[j] for j in request.columns)
-    fold.state = solve.fold_chunk(fold.state, x, y, weights, terms=terms)
-    fold.ymax = max(fold.ymax, float(np.max(np.abs(y))))
-    kept = np.ones(len(y), dtype=bool) if w is None else w > 0.0
-    fold.kept += int(np.count_nonzero(kept))
-    if robust is not None:
-        fold.down += int(np.count_nonzero(robust[kept] < 0.5))
-
-
-def _select(request: _Select, reply: _Reply, x: Array, y: Array, w: Array | None) -> _Selected:
-    out = reply if isinstance(reply, _Selected) else _Selected(
-        [np.zeros(1 << min(_DIGIT, shift), dtype=np.int64) if not gather else np.zeros(0)
-         for _prefix, shift, gather in request.buckets])
-    r = y - _matvec(x, request.coef)
-    if request.step is not None:
-        out.moved = max(out.moved, float(np.max(np.abs(_matvec(x, request.step)))))
-    size = np.abs(r if w is None else r[w > 0.0])
-    bits = size.view(np.uint64)
-    for k, (prefix, shift, gather) in enumerate(request.buckets):
-        inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
-        if gather:
-            out.found[k] = np.concatenate([out.found[k], inside.view(np.float64)])
-            continue
-        width = min(_DIGIT, shift)
-        digits = (inside >> np.uint64(shift - width)) & np.uint64((1 << width) - 1)
-        out.found[k] += np.bincount(digits.astype(np.intp), minlength=1 << width)
-    return out
-
-
-# -- the laws' passes, as generators the runner drives -------------------------------------------
-
-
-_Steps = Generator[_Request, Any, solve.FitResult]
-
-
-def _refine(state: solve.PartialFit, method: str, columns: tuple[int, ...] | None = None,
-            robust: _Robust | None = None) -> _Steps:
-    steps = solve.refine(state, method)
-    coef = next(steps)
-    while True:
-        acc = yield _Residuals(coef, columns, robust)
-        try:
-            coef = steps.send(acc)
-        except StopIteration as done:
-            result: solve.FitResult = done.value
-            return result
+# -- the laws' passes: the methods' own, the first one seeing the rows ---------------------------
 
 
 def _law(law: LawSpec, split: Split | None,
          ) -> Generator[_Request, Any, tuple[solve.FitResult, RowsSeen, dict[str, Any] | None]]:
     """One law's fit, pass by pass: yields what it needs of the rows, is sent the merged
     answer, returns (result, rows seen, holdout scores)."""
-    first: LawFold = (yield _Fold()) or LawFold()
+    steps = methods.passes(law.method, law.terms)
+    first_request = next(steps)
+    assert isinstance(first_request, methods.Fold)
+    first: LawFold = (yield _Seeing(first_request)) or LawFold()
     if first.state is None:
         raise FitError("every row it selects was dropped as invalid" if first.seen.dropped
                        else "no rows to fit")
-    if law.method == "huber":
-        result = yield from _huber(first)
-    elif law.method == "nnls":
-        result = yield from _nnls(first)
-    else:
-        result = yield from _refine(first.state, law.method)
+    reply: Any = first
+    while True:
+        try:
+            request = steps.send(reply)
+        except StopIteration as done:
+            result: solve.FitResult = done.value
+            break
+        reply = yield request
     holdout = None
     if split is not None:
         sums: _HoldoutSums | None = yield _Holdout(np.asarray(result.coef, dtype=np.float64))
         holdout = (sums or _HoldoutSums()).scores()
     return result, first.seen, holdout
-
-
-class _Median:
-    """The exact median of |r| over `n` values by radix selection on their bits (non-negative
-    floats order as their bit patterns): each pass counts the values of the bucket holding a
-    middle rank by their next 12 bits, until the bucket is few enough to gather."""
-
-    def __init__(self, n: int) -> None:
-        ranks = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
-        # per middle rank: [prefix, shift, rank within the bucket, values in the bucket]
-        self.targets = [[0, 64, rank, n] for rank in ranks]
-        self.values: list[float | None] = [None] * len(ranks)
-
-    def buckets(self) -> tuple[tuple[int, int, bool], ...]:
-        wanted = {(t[0], t[1], t[3] <= _GATHER) for t, v in zip(self.targets, self.values,
-                                                                 strict=True) if v is None}
-        return tuple(sorted(wanted))
-
-    def update(self, asked: tuple[tuple[int, int, bool], ...], got: _Selected) -> None:
-        answers = dict(zip(asked, got.found, strict=True))
-        for k, target in enumerate(self.targets):
-            if self.values[k] is not None:
-                continue
-            prefix, shift, rank, count = target
-            found = answers[(prefix, shift, count <= _GATHER)]
-            if count <= _GATHER:
-                self.values[k] = float(np.sort(found)[rank])
-                continue
-            width = min(_DIGIT, shift)
-            cumulative = np.cumsum(found)
-            digit = int(np.searchsorted(cumulative, rank, side="right"))
-            below = int(cumulative[digit - 1]) if digit else 0
-            prefix = digit if shift == 64 else (prefix << width) | digit
-            target[:] = [prefix, shift - width, rank - below, int(found[digit])]
-            if shift - width == 0:
-                self.values[k] = float(np.array([prefix], dtype=np.uint64).view(np.float64)[0])
-
-    @property
-    def done(self) -> bool:
-        return all(v is not None for v in self.values)
-
-    def median(self) -> float:
-        values = [v for v in self.values if v is not None]
-        # np.median's own arithmetic for the two middle values.
-        return float(np.mean(values)) if len(values) == 2 else values[0]
-
-
-def _huber(first: LawFold) -> _Steps:
-    """`robust.fit_huber` with every pass over the rows a request."""
-    assert first.state is not None
-    b = solve.solve_partial(first.state)
-    current, robust = first, None
-    scale = 0.0
-    iterations = 0
-    step: Array | None = None
-    while iterations < _MAX_IRLS:
-        median = _Median(first.kept)
-        asked = median.buckets()
-        got: _Selected = yield _Select(b, asked, step)
-        # The check that ends the previous step rides on this step's first pass.
-        if step is not None and not got.moved > 1e-10 * scale:
-            break
-        iterations += 1
-        median.update(asked, got)
-        while not median.done:
-            asked = median.buckets()
-            median.update(asked, (yield _Select(b, asked)))
-        scale = median.median() / _MAD_NORMAL
-        if scale <= solve.EPS * first.ymax:
-            break  # more than half the rows fit exactly: nothing left to downweight
-        robust = _Robust(b, scale, HUBER_C)
-        current = yield _Fold(robust=robust)
-        try:
-            assert current.state is not None
-            new = solve.solve_partial(current.state)
-        except FitError as err:
-            raise FitError(f"after downweighting outliers, {err.detail}") from err
-        step, b = new - b, new
-    try:
-        assert current.state is not None
-        result = yield from _refine(current.state, "huber", robust=robust)
-    except FitError as err:
-        raise FitError(f"after downweighting outliers, {err.detail}") from err
-    return replace(result, iterations=iterations, scale=scale, downweighted=current.down)
-
-
-def _nnls(first: LawFold) -> _Steps:
-    """`robust.fit_nnls` with the refit of the free coefficients as one more fold."""
-    state = first.state
-    assert state is not None
-    names = state.terms
-    cond = solve.condition(state)
-    p = len(names)
-    if np.all(solve.solve_partial(state) >= 0.0):
-        return (yield from _refine(state, "nnls"))
-    import scipy.optimize
-
-    bs, _norm = scipy.optimize.nnls(state.r[:p, :p], state.r[:p, p])
-    free = tuple(int(j) for j in np.flatnonzero(bs > 0.0))
-    coef = np.zeros(p)
-    stderr = np.full(p, math.nan)
-    if free:
-        fold: LawFold = yield _Fold(columns=free)
-        assert fold.state is not None
-        sub = yield from _refine(fold.state, "nnls", columns=free)
-        coef[list(free)], stderr[list(free)] = sub.coef, sub.stderr
-        ssr = sub.rmse**2 * state.sum_w
-        base = replace(sub, r2=solve.r2_of(state, ssr))
-    else:
-        ssr = state.m2_y + state.sum_w * state.mean_y**2  # every coefficient 0: r = y
-        base = solve.FitResult(terms=(), coef=(), stderr=(), n=state.n, p=0,
-                               resid_sd=math.sqrt(ssr / state.n),
-                               rmse=math.sqrt(ssr / state.sum_w), r2=solve.r2_of(state, ssr),
-                               mape=1.0, cond=cond, domain=(), method="nnls", iterations=0)
-    return replace(base, terms=names, coef=tuple(float(v) for v in coef),
-                   stderr=tuple(float(v) for v in stderr), p=p, cond=cond,
-                   domain=tuple((float(a), float(c)) for a, c in zip(state.col_min,
-                                                                     state.col_max,
-                                                                     strict=True)))
 
 
 # -- the runner ----------------------------------------------------------------------------------
@@ -771,6 +507,7 @@ class DaskRunner:
         chunk_rows = request.chunk_rows or self.chunk_rows
         futures = [self.client.submit(_scan_task, k, part, columns, list(specs),
                                       tuple(request.by), request.drop_invalid, chunk_rows,
+                                      Split.of(request, len(self.found)),
                                       key=self._key("scan", k))
                    for k, part in enumerate(self.parts)]
         scan = _raise_failed(self._reduce(futures, "scan").result())
@@ -825,7 +562,7 @@ class DaskRunner:
         return out
 
     def _pass(self, rounds: int, work: list[tuple[LawSpec, _Request]], request: FitRequest,
-              split: Split | None) -> list[_Reply]:
+              split: Split | None) -> list[Any]:
         """One read of every task's rows: each law's request answered and merged."""
         futures = [self.client.submit(_pass_task, k, part, self.spec, work,
                                       request.drop_invalid, split,
@@ -858,12 +595,10 @@ def _raise_failed(value: Any) -> Any:
 __all__ = [
     "INSTALL",
     "LOCAL_WORKERS",
-    "METHODS",
     "ROWS_PER_TASK",
     "DaskRunner",
     "LawFold",
     "Part",
-    "check_methods",
     "connect",
     "local_workers",
     "merge",

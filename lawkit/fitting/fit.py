@@ -23,15 +23,18 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     method        ols | huber | robust | nnls
     n             rows fitted (holdout rows excluded; weight-0 rows included)
     p             terms
-    r2            R^2 (weighted with --weight; centred when the terms hold an intercept)
-    rmse          sqrt(SSR / sum of weights)
+    r2            R^2 (centred when the terms hold an intercept)
+    rmse          sqrt(SSR / n)
     resid_sd      sqrt(SSR / (n - p))
+                  n, r2, rmse, mape and resid_sd are unweighted over every fitted row, for
+                  every method and with --weight (DESIGN.md section 8): what `score` prints
+                  on the same rows
     mape          mean |residual| / |target| over rows with target != 0
     cond          condition number of the column-scaled design
     stderr        {term: standard error} (those of the final weighted step for huber/robust;
                   a coefficient nnls holds at 0 has none)
     ci95          {term: [low, high]}: coef -/+ t(0.975, n - p) * stderr
-    scale         robust scale (huber, robust)
+    scale         the method's own robust scale (huber: MAD; robust: the M-scale)
     downweighted  rows whose robust weight ended below 0.5 (huber, robust)
     weight        the weight column, with --weight
     dropped       rows dropped by --drop-invalid (when any)
@@ -39,7 +42,8 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
                   mape}: the law scored on held-out rows (unweighted)
 
 The law's `domain` is {feature: [min, max]} over the rows fitted. The file gets one provenance
-entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}`, with
+entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}` (`records`: the
+rows fitted, selected by at least one law and not held out), with
 `digests` listing every digest seen when `--allow-mixed-digests` let several through.
 """
 
@@ -75,13 +79,15 @@ from lawkit.lawfiles.where import (
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
-METHODS = ("ols", "huber", "robust", "nnls")
 CURRENT = "current"
 STREAM_ROWS = 1 << 20
 """Rows per chunk when a fit streams."""
-IN_MEMORY_BYTES = 1 << 30
-"""Above this estimated size of the columns read, a fit streams (environment variable
-LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams)."""
+IN_MEMORY_BYTES = 64 << 20
+"""The budget of parsed columns a fit may hold in memory: above this estimated size of the
+columns read (8 bytes a value; a text file's size as the estimate for its values), captures
+stream (environment variable LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams). Reading
+in memory peaks at about 4x the columns (parsing, the cached chunks, each law's design), so
+64 MiB keeps the peak of either path near 300 MiB (bench/fit.py)."""
 _DIGEST_TEXT = re.compile(r"[0-9a-fA-F]{4,64}\Z")
 
 
@@ -293,7 +299,6 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
         return _fit_with(_Local(found, spec, request), request, ws, existing, specs, found)
     from lawkit.fitting import distributed
 
-    distributed.check_methods(specs)
     with distributed.connect(request.dask) as client:
         runner = distributed.DaskRunner(client, found, spec)
         return _fit_with(runner, request, ws, existing, specs, found)
@@ -307,7 +312,7 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     digest, digests = _resolve_digest(scan, request, ws)  # before the fits: it fails fast
     laws = _expand(specs, scan, request)
     _check_names([law.name for law in laws])
-    split = Split.make(request.holdout, request.seed, len(found)) if request.holdout else None
+    split = Split.of(request, len(found))
     fitted = runner.fit(laws, request, split)
     names = {f.spec.name for f in fitted}
     if existing is not None:
@@ -319,7 +324,7 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     labels: dict[str, Any] = dict(existing.labels or {}) if existing is not None else {}
     labels.update(request.labels)
     return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
-                     records=scan.records, captures=records, at=_timestamp(request.now),
+                     records=scan.fitted, captures=records, at=_timestamp(request.now),
                      labels=labels, kept=kept, dropped=scan.dropped)
 
 
@@ -327,8 +332,10 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
 
 
 def _check_request(request: FitRequest) -> None:
-    if request.method is not None and request.method not in METHODS:
-        raise FitError(f"--method {request.method}: expected one of {', '.join(METHODS)}")
+    from lawkit.fitting.methods import NAMES
+
+    if request.method is not None and request.method not in NAMES:
+        raise FitError(f"--method {request.method}: expected one of {', '.join(NAMES)}")
     if request.holdout is not None and not 0.0 < request.holdout < 1.0:
         raise FitError(f"--holdout {request.holdout}: expected a fraction between 0 and 1 "
                        "(0.2 holds out a fifth of the rows)")
@@ -484,6 +491,8 @@ class Scan:
     """What one pass over the selection columns found; scans of consecutive rows merge."""
 
     records: int = 0
+    fitted: int = 0
+    """Rows selected by at least one law and not held out: the rows the fit uses."""
     groups: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
     selected: dict[int, int] = field(default_factory=dict)
     digests: dict[str, list[str]] = field(default_factory=dict)
@@ -492,7 +501,7 @@ class Scan:
     """Rows dropped (with drop_invalid) for an invalid selection or digest value."""
 
     def add(self, chunk: captures.Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
-            drop_invalid: bool = False) -> None:
+            drop_invalid: bool = False, split: Split | None = None) -> None:
         """Scan a chunk: label validity, `by` groups, digests and row counts of every spec."""
         self.records += chunk.size
         named = chunk.has_digest_column or chunk.digest is not None
@@ -515,6 +524,8 @@ class Scan:
                 seen = self.groups.setdefault(i, [])
                 seen.extend(_group_keys(chunk, by, rows))
         self.dropped += int(chunk.size - np.count_nonzero(selection_ok))
+        fitted = used if split is None else used & ~split.held(chunk)
+        self.fitted += int(np.count_nonzero(fitted))
         for value in chunk.digests_of(used):
             files = self.digests.setdefault(value, [])
             if chunk.capture.shown not in files:
@@ -530,7 +541,7 @@ class Scan:
         keys = sorted({*self.groups, *after.groups})
         counted = sorted({*self.selected, *after.selected})
         return Scan(
-            records=self.records + after.records,
+            records=self.records + after.records, fitted=self.fitted + after.fitted,
             groups={i: list(dict.fromkeys([*self.groups.get(i, []), *after.groups.get(i, [])]))
                     for i in keys},
             selected={i: self.selected.get(i, 0) + after.selected.get(i, 0) for i in counted},
@@ -582,7 +593,8 @@ def _scan(source: _Source, specs: Sequence[LawSpec], request: FitRequest) -> Sca
     scan = Scan()
     columns = scan_columns(source.spec, specs, request.by) if source.streaming else None
     for chunk in source.chunks(columns):
-        scan.add(chunk, specs, request.by, drop_invalid=request.drop_invalid)
+        scan.add(chunk, specs, request.by, drop_invalid=request.drop_invalid,
+                 split=Split.of(request, len(source.found)))
     return scan.sort_groups()
 
 
@@ -700,6 +712,11 @@ class Split:
     files: frozenset[int] | None
 
     @classmethod
+    def of(cls, request: FitRequest, nfiles: int) -> Split | None:
+        """The split of a request's --holdout, None without one."""
+        return cls.make(request.holdout, request.seed, nfiles) if request.holdout else None
+
+    @classmethod
     def make(cls, fraction: float, seed: int, nfiles: int) -> Split:
         if nfiles > 1:
             count = min(max(1, round(fraction * nfiles)), nfiles - 1)
@@ -809,7 +826,7 @@ def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]
 
 def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | None,
              ) -> FittedLaw:
-    from lawkit.fitting import solve
+    from lawkit.fitting import methods, runner
 
     seen = RowsSeen()
     features = law.features
@@ -825,18 +842,20 @@ def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | 
                 yield law_design(law, chunk, rows)
 
     try:
-        if source.streaming and law.method == "ols":
-            result = solve.fit_ols_streamed(pieces, law.terms)
+        steps = methods.passes(law.method, law.terms)
+        if source.streaming:
+            result = runner.run(steps, pieces)
         else:
             parts = list(pieces())
             if not parts:
-                raise FitError("every row it selects was dropped as invalid" if seen.dropped
-                               else "no rows to fit")
+                raise FitError("no rows to fit")
             x, y, w = _stack(parts)
             parts.clear()
-            result = solve.fit(x, y, law.terms, method=law.method, weights=w)
+            result = runner.run_arrays(steps, x, y, w)
             del x, y, w
     except FitError as exc:
+        if seen.dropped and exc.detail == "no rows to fit":
+            exc = FitError("every row it selects was dropped as invalid")
         selection = law.selection()
         where = f" (where {selection})" if selection else ""
         raise FitError(f"law {law.name}{where}: {exc.detail}") from None

@@ -30,14 +30,13 @@ the row count (rows of weight 0 included).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import math
 import os
+import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -51,7 +50,6 @@ Array = NDArray[np.float64]
 Chunk = tuple[ArrayLike, ArrayLike, ArrayLike | None]
 _T = TypeVar("_T")
 
-METHODS = ("ols", "huber", "robust", "nnls")
 EPS = float(np.finfo(np.float64).eps)
 # A design with unit-norm columns whose smallest singular value is below this fraction of the
 # largest is rank deficient. Exactly collinear columns leave ~1e-16 * sqrt(rows); Filip (NIST
@@ -223,7 +221,7 @@ def _dd_add(ah: Array, al: Array, bh: Array, bl: Array) -> tuple[Array, Array]:
 # ---------------------------------------------------------------- input checks
 
 
-def _as_design(terms: Sequence[str], x: ArrayLike, y: ArrayLike, w: ArrayLike | None
+def as_design(terms: Sequence[str], x: ArrayLike, y: ArrayLike, w: ArrayLike | None
                ) -> tuple[Array, Array, Array | None]:
     """X, y, w as float64 arrays of matching shapes; FitError naming what does not match."""
     xa = np.asarray(x, dtype=np.float64)
@@ -265,45 +263,41 @@ def _check_weights(w: Array, offset: int) -> None:
 # ---------------------------------------------------------------- pass 1: the R factor
 
 
-@functools.cache
-def _blas_thread_setters() -> tuple[Callable[[int], int], ...]:
-    """openblas_set_num_threads_local of every OpenBLAS loaded (numpy's and scipy's), if any.
+_blas_lock = threading.Lock()
+_blas_depth = 0
+_blas_limit: Any = None
 
-    Best effort and Linux-only (found through /proc/self/maps); elsewhere the tuple is empty.
-    """
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return ()
-    paths = sorted({line.split()[-1] for line in maps.splitlines()
-                    if "openblas" in line.lower() and line.split()[-1].startswith("/")})
-    setters = []
-    for path in paths:
-        try:
-            fn = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            continue
-        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-        setters.append(fn)
-    return tuple(setters)
+
+@functools.cache
+def _blas_controller() -> Any:
+    """threadpoolctl's view of the BLAS libraries loaded (numpy's and scipy's, any vendor)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 @contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Run the calling thread's BLAS single-threaded, then restore its setting.
+def one_blas_thread() -> Iterator[None]:
+    """Run BLAS single-threaded inside the block (re-entrant, from any thread), then restore.
 
-    The blocks are skinny (16384 x p): OpenBLAS threading them gains nothing and, on a busy
-    machine, its spinning threads made the fold ten times slower (measured). Parallelism comes
-    from splitting rows across Python threads instead. The setting is thread-local (OpenBLAS
-    >= 0.3.27), so other callers in the process are unaffected.
+    The blocks are skinny (16384 x p): a threaded BLAS gains nothing on them and, on a busy
+    machine, OpenBLAS's spinning threads made the fold ten times slower (measured).
+    Parallelism comes from splitting rows across Python threads instead. threadpoolctl limits
+    the process, so the outermost block sets the limit and the last to leave restores it.
     """
-    setters = _blas_thread_setters()
-    previous = [fn(1) for fn in setters]
+    global _blas_depth, _blas_limit
+    with _blas_lock:
+        if _blas_depth == 0:
+            _blas_limit = _blas_controller().limit(limits=1, user_api="blas")
+        _blas_depth += 1
     try:
         yield
     finally:
-        for fn, value in zip(setters, previous, strict=True):
-            fn(value)
+        with _blas_lock:
+            _blas_depth -= 1
+            if _blas_depth == 0:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
 
 
 def _blocks(n: int, size: int = _BLOCK) -> Iterator[tuple[int, int]]:
@@ -380,7 +374,7 @@ def fold_chunk(state: PartialFit | None, x: ArrayLike, y: ArrayLike, w: ArrayLik
         names = tuple(terms)
     else:
         names = state.terms
-    xa, ya, wa = _as_design(names, x, y, w)
+    xa, ya, wa = as_design(names, x, y, w)
     return _fold(state, names, xa, ya, wa, 0 if state is None else state.n)
 
 
@@ -393,7 +387,7 @@ def _fold(state: PartialFit | None, names: tuple[str, ...], xa: Array, ya: Array
         _check_weights(wa, offset)
         sw = np.sqrt(wa)
     r0 = np.zeros((p + 1, p + 1)) if state is None else state.r
-    with _one_blas_thread():
+    with one_blas_thread():
         r, lo, hi = _fold_rows(r0, xa, ya, sw)
     # NaN propagates into min/max and inf shows in them, so the extremes check every value.
     for j, name in enumerate((*(f"term {t}" for t in names), "target") if xa.size else ()):
@@ -557,11 +551,11 @@ def residual_pass(acc: ResidualPass | None, coef: ArrayLike, x: ArrayLike, y: Ar
     """Fold a chunk into the residual pass at ``coef``: X'W r (double-double), SSR, MAPE sums."""
     b = np.asarray(coef, dtype=np.float64)
     names = tuple(f"x{j}" for j in range(b.shape[0]))
-    xa, ya, wa = _as_design(names, x, y, w)
+    xa, ya, wa = as_design(names, x, y, w)
     hi, lo = np.zeros(b.shape[0]), np.zeros(b.shape[0])
     ssr = ape_sum = ape_w = 0.0
     kernel = _PassKernel(b.shape[0], min(xa.shape[0], _BLOCK))
-    with _one_blas_thread():
+    with one_blas_thread():
         for start, stop in _blocks(xa.shape[0]):
             bh, bl, bssr, bsum, bw = kernel.run(xa[start:stop], ya[start:stop],
                                                 None if wa is None else wa[start:stop], b)
@@ -735,11 +729,13 @@ def _statistics(state: PartialFit, b: Array, ssr: float, acc: ResidualPass, rs: 
 # ---------------------------------------------------------------- entry points
 
 
-def _workers(n: int) -> int:
+def workers_for(n: int) -> int:
+    """Threads for a pass over n rows in memory."""
     return max(1, min(os.cpu_count() or 1, 8)) if n >= _PARALLEL_ROWS else 1
 
 
-def _split_rows(n: int, parts: int) -> list[tuple[int, int]]:
+def split_rows(n: int, parts: int) -> list[tuple[int, int]]:
+    """n rows cut into `parts` consecutive ranges."""
     edges = [n * k // parts for k in range(parts + 1)]
     return [(edges[k], edges[k + 1]) for k in range(parts)]
 
@@ -752,8 +748,8 @@ def fit_ols(x: ArrayLike, y: ArrayLike, terms: Sequence[str], weights: ArrayLike
     mergeable states as the streamed fit.
     """
     names = tuple(terms)
-    xa, ya, wa = _as_design(names, x, y, weights)
-    ranges = _split_rows(xa.shape[0], _workers(xa.shape[0]))
+    xa, ya, wa = as_design(names, x, y, weights)
+    ranges = split_rows(xa.shape[0], workers_for(xa.shape[0]))
 
     def part(rng: tuple[int, int]) -> PartialFit:
         a, c = rng
@@ -763,18 +759,18 @@ def fit_ols(x: ArrayLike, y: ArrayLike, terms: Sequence[str], weights: ArrayLike
         def one(rng: tuple[int, int]) -> ResidualPass:
             a, c = rng
             return residual_pass(None, b, xa[a:c], ya[a:c], None if wa is None else wa[a:c])
-        first, *rest = _map(one, ranges)
+        first, *rest = map_ranges(one, ranges)
         for other in rest:
             first = merge(first, other)
         return first
 
-    state, *others = _map(part, ranges)
+    state, *others = map_ranges(part, ranges)
     for other_state in others:
         state = merge(state, other_state)
     return finish(state, run_pass, method)
 
 
-def _map(fn: Callable[[tuple[int, int]], _T], ranges: list[tuple[int, int]]) -> list[_T]:
+def map_ranges(fn: Callable[[tuple[int, int]], _T], ranges: list[tuple[int, int]]) -> list[_T]:
     """fn over row ranges, on threads when there is more than one range."""
     if len(ranges) == 1:
         return [fn(ranges[0])]
@@ -809,16 +805,11 @@ def fit_ols_streamed(chunks: Callable[[], Iterable[Chunk]], terms: Sequence[str]
 
 def fit(x: ArrayLike, y: ArrayLike, terms: Sequence[str], method: str = "ols",
         weights: ArrayLike | None = None) -> FitResult:
-    """Fit ``y ~ x`` by ``method`` (ols, huber, robust, nnls), optionally weighted."""
-    if method == "ols":
-        return fit_ols(x, y, terms, weights)
-    # robust.py builds on this module; importing it here keeps the import graph acyclic.
-    from lawkit.fitting import robust
+    """Fit ``y ~ x`` in memory by ``method`` (ols, huber, robust, nnls), optionally weighted.
 
-    if method == "huber":
-        return robust.fit_huber(x, y, terms, weights)
-    if method == "robust":
-        return robust.fit_mm(x, y, terms, weights)
-    if method == "nnls":
-        return robust.fit_nnls(x, y, terms, weights)
-    raise FitError(f"unknown fit method {method!r}: expected one of {', '.join(METHODS)}")
+    The passes of `lawkit.fitting.methods`, run over the rows in memory (`runner.fit_arrays`).
+    """
+    # The methods build on this module; importing them here keeps the import graph acyclic.
+    from lawkit.fitting import runner
+
+    return runner.fit_arrays(x, y, terms, method, weights)

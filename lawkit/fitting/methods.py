@@ -1,0 +1,653 @@
+"""The fitting methods, each written once as passes over chunks of rows.
+
+A method is a generator (`passes`): it yields a *request* (what it needs of every row), is sent
+the *reply* (the merged answer over all rows) and finally returns a `solve.FitResult`. A runner
+answers a request by folding every chunk ``(x, y, w)`` of the law's rows into a reply with
+`answer` and combining the replies of disjoint rows with `merge`; the local runner
+(`lawkit.fitting.runner`) does it over chunks in this process, the Dask runner
+(`lawkit.fitting.distributed`) over the partitions of a cluster. A reply is a small,
+serialisable value (DESIGN.md section 10): an R factor, sums, histograms, a bounded sample.
+
+Requests:
+
+- `Fold`: the R factor of the (robust-)weighted rows (`solve.fold_chunk`) → `Folded`;
+- `Residuals`: the refinement pass at given coefficients (`solve.residual_pass`) →
+  `solve.ResidualPass`;
+- `Select`: counts of |r| by their bits, for the exact median by radix selection → `Selected`;
+- `Sample`: a bounded sample of the rows (the rows of the `SAMPLE_ROWS` smallest hashes of their
+  values, so it does not depend on how the rows are cut into chunks) → `Sampled`;
+- `Stats`: unweighted sums of the residuals at the final coefficients → `Summary`.
+
+Methods (`METHODS`, the one registry):
+
+- ``ols``: fold, then iterative refinement to the float64 limit (`solve.refine`);
+- ``huber``: Huber M-estimate (c = 1.345) by IRLS, each step a median pass (the MAD scale,
+  exact, about 3 selection passes of 12 bits) and a weighted fold; the final step refined;
+- ``robust``: MM-estimate: the high-breakdown start (FAST-LTS and the biweight M-scale of its
+  residuals, `lawkit.fitting.robust`) is computed on a bounded sample of at most
+  `SAMPLE_ROWS` (20,000) rows, all rows when there are fewer; then Tukey biweight IRLS
+  (c = 4.685) with that scale fixed, every step a weighted fold over *all* rows;
+- ``nnls``: every coefficient >= 0: Lawson-Hanson on the folded R factor (min ‖R b - Q'y‖
+  subject to b >= 0 is the rows' problem up to a constant), then the free coefficients refitted
+  by one more fold and refined.
+
+Statistics (DESIGN.md section 8): ``n``, ``r2``, ``rmse``, ``mape`` and ``resid_sd`` describe the
+law as it predicts: unweighted over every fitted row (a final `Stats` pass when the fit was
+weighted, by the user or by the method), so `fit` prints what `score` prints on the same rows.
+Huber and robust add ``scale`` (their own robust scale) and ``downweighted`` (rows of final
+robust weight < 0.5); their standard errors are those of the final weighted step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from lawkit.errors import FitError
+from lawkit.fitting import robust, solve
+
+Array = solve.Array
+
+SAMPLE_ROWS = 20_000
+"""At most this many rows (a sample, chosen by a hash of their values) feed the high-breakdown
+start of ``robust``; its reweighting passes use every row."""
+_DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
+_GATHER = 1 << 16  # candidates for the median few enough to send as values
+_MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
+
+
+def matvec(x: Array, b: Array) -> Array:
+    """X b on a Fortran-ordered design: the same order of operations, so the same residuals
+    bit for bit, whatever the chunking."""
+    return np.asarray(np.asfortranarray(x) @ b, dtype=np.float64)
+
+
+# -- requests -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Robust weights, recomputed from each chunk's rows at ``coef``: ``huber``
+    min(1, c·scale/|r|), ``biweight`` (1 - (r/(c·scale))²)² inside c·scale, ``exact`` 1 where
+    the row lies on the fit (|r| <= 4 eps |y|)."""
+
+    kind: str
+    coef: Array
+    scale: float
+    c: float = 0.0
+
+    def of(self, x: Array, y: Array) -> Array:
+        """The weights of rows ``x``, ``y``."""
+        r = y - matvec(x, self.coef)
+        if self.kind == "huber":
+            tiny = np.finfo(np.float64).tiny
+            return np.asarray(np.minimum(1.0, self.c * self.scale / np.maximum(np.abs(r), tiny)),
+                              dtype=np.float64)
+        if self.kind == "biweight":
+            u = r / (self.c * self.scale)
+            return np.asarray(np.where(np.abs(u) < 1.0, (1.0 - u * u) ** 2, 0.0),
+                              dtype=np.float64)
+        return (np.abs(r) <= solve.EPS * np.abs(y) * 4).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Fold the rows (only `columns` of the design, if given, named `terms`; times robust
+    weights, if given); with `step`, also max |X step| (whether the previous IRLS step still
+    moved)."""
+
+    terms: tuple[str, ...]
+    columns: tuple[int, ...] | None = None
+    robust: Weights | None = None
+    step: Array | None = None
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """The residual pass at `coef` (`solve.residual_pass`), with the fold's columns and weights."""
+
+    coef: Array
+    columns: tuple[int, ...] | None = None
+    robust: Weights | None = None
+
+
+@dataclass(frozen=True)
+class Select:
+    """Counts of |y - X coef| (rows of weight > 0) by their next bits in each bucket
+    (prefix, shift: the values whose bits >> shift equal prefix; shift 64 is every value),
+    or, for a bucket to gather, its values; and max |X step| when `step` is given."""
+
+    coef: Array
+    buckets: tuple[tuple[int, int, bool], ...]
+    step: Array | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """At most `size` rows of weight > 0: those of the smallest hashes of their values."""
+
+    size: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Unweighted residual sums at `coef`; with `robust`, the rows it weighs below 0.5."""
+
+    coef: Array
+    robust: Weights | None = None
+
+
+Request = Fold | Residuals | Select | Sample | Stats
+
+
+# -- replies (mergeable: ``a.merge(b)`` is a's rows then b's) -----------------------------------
+
+
+@dataclass
+class Folded:
+    """A fold over some rows: its R factor (None before any row), max |y|, the rows of weight
+    > 0, of those the rows a robust weight < 0.5 downweights, max |X step|, whether any row
+    carried a user weight."""
+
+    state: solve.PartialFit | None = None
+    ymax: float = 0.0
+    kept: int = 0
+    down: int = 0
+    moved: float = 0.0
+    weighted: bool = False
+
+    def merge(self, other: Folded) -> Folded:
+        """Both folds, ``self``'s rows first."""
+        out = replace(self)
+        out.absorb(other)
+        return out
+
+    def absorb(self, other: Folded) -> None:
+        """Merge ``other`` (rows after these) into this fold."""
+        if self.state is None or other.state is None:
+            self.state = self.state if other.state is None else other.state
+        else:
+            self.state = solve.merge(self.state, other.state)
+        self.ymax = max(self.ymax, other.ymax)
+        self.kept += other.kept
+        self.down += other.down
+        self.moved = max(self.moved, other.moved)
+        self.weighted = self.weighted or other.weighted
+
+
+@dataclass
+class Selected:
+    """Per bucket of a `Select`: the counts by next bits, or the values; max |X step|."""
+
+    found: list[Any]
+    moved: float = 0.0
+
+    def merge(self, other: Selected) -> Selected:
+        found = [a + b if a.dtype.kind == "i" else np.concatenate([a, b])
+                 for a, b in zip(self.found, other.found, strict=True)]
+        return Selected(found, max(self.moved, other.moved))
+
+
+@dataclass
+class Sampled:
+    """A bounded sample: rows ``x``, ``y`` in the order they came, and their hash keys."""
+
+    size: int
+    x: Array
+    y: Array
+    keys: Any
+
+    def merge(self, other: Sampled) -> Sampled:
+        x = np.concatenate([self.x, other.x])
+        y = np.concatenate([self.y, other.y])
+        keys = np.concatenate([self.keys, other.keys])
+        if keys.shape[0] > self.size:
+            # The rows of the `size` smallest keys, kept in arrival order.
+            pick = np.sort(np.argsort(keys, kind="stable")[: self.size])
+            x, y, keys = x[pick], y[pick], keys[pick]
+        return Sampled(self.size, x, y, keys)
+
+
+@dataclass
+class Summary:
+    """Unweighted over some rows: n, mean and M2 of y, SSR, the MAPE sums; downweighted rows."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    ssr: float = 0.0
+    ape: float = 0.0
+    nonzero: int = 0
+    down: int = 0
+
+    def merge(self, other: Summary) -> Summary:
+        out = replace(self)
+        if other.n:
+            # Chan, Golub & LeVeque's pairwise update of mean and M2.
+            delta = other.mean - out.mean
+            total = out.n + other.n
+            out.mean += delta * other.n / total
+            out.m2 += other.m2 + delta * delta * out.n * other.n / total
+            out.n = total
+        out.ssr += other.ssr
+        out.ape += other.ape
+        out.nonzero += other.nonzero
+        out.down += other.down
+        return out
+
+
+Reply = Folded | solve.ResidualPass | Selected | Sampled | Summary | None
+
+
+def merge(a: Any, b: Any) -> Any:
+    """Two replies over disjoint rows as one, ``a``'s rows first (None is no rows)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, solve.ResidualPass):
+        return solve.merge(a, b)
+    return a.merge(b)
+
+
+# -- answering a request from one chunk ---------------------------------------------------------
+
+
+def answer(request: Request, reply: Any, x: Array, y: Array, w: Array | None) -> Any:
+    """``reply`` with the chunk's rows folded in (a reply is the caller's own value, so it may
+    be updated in place); ``reply`` None starts one."""
+    if isinstance(request, Fold):
+        return _fold(request, reply, x, y, w)
+    if isinstance(request, Residuals):
+        weights = _weights(request.robust, x, y, w)[0]
+        if request.columns is not None:
+            x = x[:, request.columns]
+        return solve.residual_pass(reply, request.coef, x, y, weights)
+    if isinstance(request, Select):
+        return _select(request, reply, x, y, w)
+    if isinstance(request, Sample):
+        return _sample(request, reply, x, y, w)
+    return _stats(request, reply, x, y, w)
+
+
+def _weights(robust_weights: Weights | None, x: Array, y: Array, w: Array | None,
+             ) -> tuple[Array | None, Array | None]:
+    """(user weights times robust weights, robust weights) of the rows."""
+    if robust_weights is None:
+        return w, None
+    rw = robust_weights.of(x, y)
+    return (rw if w is None else w * rw), rw
+
+
+def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | None) -> Folded:
+    out = reply if reply is not None else Folded()
+    weights, rw = _weights(request.robust, x, y, w)
+    design = x if request.columns is None else x[:, request.columns]
+    out.state = solve.fold_chunk(out.state, design, y, weights, terms=request.terms)
+    out.ymax = max(out.ymax, float(np.max(np.abs(y))) if y.size else 0.0)
+    kept = np.ones(len(y), dtype=bool) if w is None else w > 0.0
+    out.kept += int(np.count_nonzero(kept))
+    out.weighted = out.weighted or w is not None
+    if rw is not None:
+        out.down += int(np.count_nonzero(rw[kept] < 0.5))
+    if request.step is not None and y.size:
+        out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
+    return out
+
+
+def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Array | None,
+            ) -> Selected:
+    out = reply if reply is not None else Selected(
+        [np.zeros(1 << min(_DIGIT, shift), dtype=np.int64) if not gather else np.zeros(0)
+         for _prefix, shift, gather in request.buckets])
+    r = y - matvec(x, request.coef)
+    if request.step is not None and y.size:
+        out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
+    size = np.abs(r if w is None else r[w > 0.0])
+    bits = size.view(np.uint64)
+    for k, (prefix, shift, gather) in enumerate(request.buckets):
+        inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
+        if gather:
+            out.found[k] = np.concatenate([out.found[k], inside.view(np.float64)])
+            continue
+        width = min(_DIGIT, shift)
+        digits = (inside >> np.uint64(shift - width)) & np.uint64((1 << width) - 1)
+        out.found[k] += np.bincount(digits.astype(np.intp), minlength=1 << width)
+    return out
+
+
+def _row_keys(x: Array, y: Array, seed: int) -> Any:
+    """A 64-bit hash of every row's values (splitmix64 over the bits of each column)."""
+    with np.errstate(over="ignore"):
+        h = np.full(y.shape[0], np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
+        for col in (*(np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])), y):
+            z = h ^ np.ascontiguousarray(col, dtype=np.float64).view(np.uint64)
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            h = z ^ (z >> np.uint64(31))
+    return h
+
+
+def _sample(request: Sample, reply: Sampled | None, x: Array, y: Array, w: Array | None,
+            ) -> Sampled:
+    if w is not None:
+        kept = w > 0.0
+        x, y = x[kept], y[kept]
+    keys = _row_keys(x, y, request.seed)
+    if reply is not None and reply.keys.shape[0] >= request.size:
+        # Only rows that beat the current sample's largest key can enter it.
+        below = keys < reply.keys.max()
+        x, y, keys = x[below], y[below], keys[below]
+    chunk = Sampled(request.size, np.array(x, dtype=np.float64, order="F"),
+                    np.array(y, dtype=np.float64), keys)
+    if reply is None:
+        return chunk.merge(Sampled(request.size, x[:0], y[:0], keys[:0]))
+    return reply.merge(chunk)
+
+
+def _stats(request: Stats, reply: Summary | None, x: Array, y: Array, w: Array | None,
+           ) -> Summary:
+    out = reply if reply is not None else Summary()
+    if not y.size:
+        return out
+    r = y - matvec(x, request.coef)
+    k = y.shape[0]
+    mean = float(np.mean(y))
+    part = Summary(n=k, mean=mean, m2=float(np.sum((y - mean) ** 2)), ssr=float(np.dot(r, r)))
+    nz = y != 0.0
+    part.ape = float(np.sum(np.abs(r[nz]) / np.abs(y[nz])))
+    part.nonzero = int(np.count_nonzero(nz))
+    if request.robust is not None:
+        low = request.robust.of(x, y) < 0.5
+        part.down = int(np.count_nonzero(low if w is None else low & (w > 0.0)))
+    return out.merge(part)
+
+
+# -- the methods, pass by pass ------------------------------------------------------------------
+
+
+Steps = Generator[Request, Any, solve.FitResult]
+
+
+def _first_fold(terms: tuple[str, ...]) -> Generator[Request, Any, Folded]:
+    folded: Folded | None = yield Fold(terms)
+    if folded is None or folded.state is None:
+        raise FitError("no rows to fit")
+    return folded
+
+
+def _refine(state: solve.PartialFit, method: str, columns: tuple[int, ...] | None = None,
+            robust_weights: Weights | None = None) -> Steps:
+    steps = solve.refine(state, method)
+    coef = next(steps)
+    while True:
+        acc = yield Residuals(coef, columns, robust_weights)
+        try:
+            coef = steps.send(acc)
+        except StopIteration as done:
+            result: solve.FitResult = done.value
+            return result
+
+
+def _honest(result: solve.FitResult, first: Folded, robust_weights: Weights | None,
+            free: int | None = None) -> Steps:
+    """The result with n, r2, rmse, mape and resid_sd unweighted over every fitted row (one
+    more pass), and ``downweighted`` at the final robust weights."""
+    summary: Summary = (yield Stats(np.asarray(result.coef, dtype=np.float64), robust_weights))
+    assert first.state is not None and summary is not None
+    n = summary.n
+    state = first.state
+    intercept = bool(np.any((state.col_min == state.col_max) & (state.col_max != 0.0)))
+    tss = summary.m2 if intercept else summary.m2 + n * summary.mean**2
+    dof = n - (result.p if free is None else free)
+    out = replace(
+        result, n=n, r2=1.0 - summary.ssr / tss if tss > 0.0 else math.nan,
+        rmse=math.sqrt(summary.ssr / n), resid_sd=math.sqrt(summary.ssr / dof) if dof > 0
+        else math.nan, mape=summary.ape / summary.nonzero if summary.nonzero else math.nan)
+    if robust_weights is not None or result.downweighted is not None:
+        out = replace(out, downweighted=summary.down if robust_weights is not None else 0)
+    return out
+
+
+def _after_downweighting(err: FitError) -> FitError:
+    return FitError(f"after downweighting outliers, {err.detail}")
+
+
+def ols_passes(terms: Sequence[str]) -> Steps:
+    """Least squares: one fold, then refinement passes; honest statistics when weighted."""
+    first = yield from _first_fold(tuple(terms))
+    assert first.state is not None
+    result = yield from _refine(first.state, "ols")
+    if first.weighted:
+        result = yield from _honest(result, first, None)
+    return result
+
+
+class _Median:
+    """The exact median of |r| over `n` values by radix selection on their bits (non-negative
+    floats order as their bit patterns): each pass counts the values of the bucket holding a
+    middle rank by their next 12 bits, until the bucket is few enough to gather."""
+
+    def __init__(self, n: int) -> None:
+        ranks = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+        # per middle rank: [prefix, shift, rank within the bucket, values in the bucket]
+        self.targets = [[0, 64, rank, n] for rank in ranks]
+        self.values: list[float | None] = [None] * len(ranks)
+
+    def buckets(self) -> tuple[tuple[int, int, bool], ...]:
+        wanted = {(t[0], t[1], t[3] <= _GATHER) for t, v in zip(self.targets, self.values,
+                                                                 strict=True) if v is None}
+        return tuple(sorted(wanted))
+
+    def update(self, asked: tuple[tuple[int, int, bool], ...], got: Selected) -> None:
+        answers = dict(zip(asked, got.found, strict=True))
+        for k, target in enumerate(self.targets):
+            if self.values[k] is not None:
+                continue
+            prefix, shift, rank, count = target
+            found = answers[(prefix, shift, count <= _GATHER)]
+            if count <= _GATHER:
+                self.values[k] = float(np.sort(found)[rank])
+                continue
+            width = min(_DIGIT, shift)
+            cumulative = np.cumsum(found)
+            digit = int(np.searchsorted(cumulative, rank, side="right"))
+            below = int(cumulative[digit - 1]) if digit else 0
+            prefix = digit if shift == 64 else (prefix << width) | digit
+            target[:] = [prefix, shift - width, rank - below, int(found[digit])]
+            if shift - width == 0:
+                self.values[k] = float(np.array([prefix], dtype=np.uint64).view(np.float64)[0])
+
+    @property
+    def done(self) -> bool:
+        return all(v is not None for v in self.values)
+
+    def median(self) -> float:
+        values = [v for v in self.values if v is not None]
+        # np.median's own arithmetic for the two middle values.
+        return float(np.mean(values)) if len(values) == 2 else values[0]
+
+
+def _solve(folded: Folded) -> Array:
+    assert folded.state is not None
+    try:
+        return solve.solve_partial(folded.state)
+    except FitError as err:
+        raise _after_downweighting(err) from err
+
+
+def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
+    """Huber M-estimate by IRLS, the MAD scale (exact median of |r|) re-estimated every step."""
+    first = yield from _first_fold(tuple(terms))
+    assert first.state is not None
+    b = solve.solve_partial(first.state)
+    current, weights = first, None
+    scale = 0.0
+    iterations = 0
+    step: Array | None = None
+    while iterations < robust.MAX_IRLS:
+        median = _Median(first.kept)
+        asked = median.buckets()
+        got: Selected = yield Select(b, asked, step)
+        # The check that ends the previous step rides on this step's first pass.
+        if step is not None and not got.moved > _MOVED * scale:
+            break
+        iterations += 1
+        median.update(asked, got)
+        while not median.done:
+            asked = median.buckets()
+            median.update(asked, (yield Select(b, asked)))
+        scale = median.median() / robust.MAD_NORMAL
+        if scale <= solve.EPS * first.ymax:
+            break  # more than half the rows fit exactly: nothing left to downweight
+        weights = Weights("huber", b, scale, c)
+        current = yield Fold(first.state.terms, robust=weights)
+        new = _solve(current)
+        step, b = new - b, new
+    return (yield from _robust_finish(first, current, weights, "huber", scale, iterations))
+
+
+def _robust_finish(first: Folded, current: Folded, weights: Weights | None, method: str,
+                   scale: float, iterations: int) -> Steps:
+    assert current.state is not None
+    try:
+        result = yield from _refine(current.state, method, robust_weights=weights)
+    except FitError as err:
+        raise _after_downweighting(err) from err
+    result = replace(result, iterations=iterations, scale=scale, downweighted=0)
+    return (yield from _honest(result, first, weights))
+
+
+def mm_passes(terms: Sequence[str], c: float = robust.BIWEIGHT_C, seed: int = 0) -> Steps:
+    """MM-estimate: FAST-LTS start and M-scale on a bounded sample, then Tukey biweight IRLS
+    over every row with that scale fixed."""
+    first = yield from _first_fold(tuple(terms))
+    state = first.state
+    assert state is not None
+    solve.solve_partial(state)  # rank and row-count checks on the whole design
+    sample: Sampled = yield Sample(SAMPLE_ROWS, seed)
+    # Columns scaled by powers of two (exact) so the small elemental solves are well posed.
+    peak = np.maximum(np.abs(state.col_min), np.abs(state.col_max))
+    colscale = np.exp2(np.round(np.log2(np.maximum(peak, 1e-300))))
+    b = robust.lts(sample.x / colscale, sample.y, seed) / colscale
+    scale = robust.m_scale(sample.y - matvec(sample.x, b))
+    if scale <= solve.EPS * first.ymax:
+        # More than half the rows lie exactly on the LTS fit: those rows are the fit.
+        exact = Weights("exact", b, 0.0)
+        folded: Folded = yield Fold(state.terms, robust=exact)
+        return (yield from _robust_finish(first, folded, exact, "robust", 0.0, 0))
+    current, weights = first, None
+    iterations = 0
+    step: Array | None = None
+    while iterations < robust.MAX_IRLS:
+        proposed = Weights("biweight", b, scale, c)
+        folded = yield Fold(state.terms, robust=proposed, step=step)
+        # The check that ends the previous step rides on this step's fold.
+        if step is not None and not folded.moved > _MOVED * scale:
+            break
+        iterations += 1
+        current, weights = folded, proposed
+        new = _solve(current)
+        step, b = new - b, new
+    return (yield from _robust_finish(first, current, weights, "robust", scale, iterations))
+
+
+def nnls_passes(terms: Sequence[str]) -> Steps:
+    """Least squares with every coefficient >= 0: Lawson-Hanson on the folded R factor, the
+    free coefficients refitted by one more fold and refined. Coefficients held at 0 are not
+    estimated: their standard error is NaN and ``resid_sd`` uses n minus the free ones."""
+    names = tuple(terms)
+    first = yield from _first_fold(names)
+    state = first.state
+    assert state is not None
+    cond = solve.condition(state)
+    p = len(names)
+    if np.all(solve.solve_partial(state) >= 0.0):
+        result = yield from _refine(state, "nnls")
+        if first.weighted:
+            result = yield from _honest(result, first, None)
+        return result
+    import scipy.optimize
+
+    bs, _norm = scipy.optimize.nnls(state.r[:p, :p], state.r[:p, p])
+    free = tuple(int(j) for j in np.flatnonzero(bs > 0.0))
+    coef = np.zeros(p)
+    stderr = np.full(p, math.nan)
+    if free:
+        fold: Folded = yield Fold(tuple(names[j] for j in free), columns=free)
+        assert fold.state is not None
+        sub = yield from _refine(fold.state, "nnls", columns=free)
+        coef[list(free)], stderr[list(free)] = sub.coef, sub.stderr
+        ssr = sub.rmse**2 * state.sum_w
+        base = replace(sub, r2=solve.r2_of(state, ssr))
+    else:
+        ssr = state.m2_y + state.sum_w * state.mean_y**2  # every coefficient 0: r = y
+        base = solve.FitResult(terms=(), coef=(), stderr=(), n=state.n, p=0,
+                               resid_sd=math.sqrt(ssr / state.n),
+                               rmse=math.sqrt(ssr / state.sum_w), r2=solve.r2_of(state, ssr),
+                               mape=1.0, cond=cond, domain=(), method="nnls", iterations=0)
+    result = replace(base, terms=names, coef=tuple(float(v) for v in coef),
+                     stderr=tuple(float(v) for v in stderr), p=p, cond=cond,
+                     domain=tuple((float(a), float(c)) for a, c in zip(state.col_min,
+                                                                       state.col_max,
+                                                                       strict=True)))
+    if first.weighted:
+        result = yield from _honest(result, first, None, free=len(free))
+    return result
+
+
+@dataclass(frozen=True)
+class Method:
+    """A fitting method: its name, what it is, and its passes."""
+
+    name: str
+    summary: str
+    passes: Callable[[Sequence[str]], Steps] = field(repr=False)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("ols", "least squares, refined to the float64 limit", ols_passes),
+    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes),
+    Method("robust", "MM-estimate: high-breakdown start (FAST-LTS on a sample of at most "
+                     f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes),
+    Method("nnls", "least squares with every coefficient >= 0", nnls_passes),
+)}
+"""The one registry of fitting methods, in the order help and messages list them."""
+NAMES = tuple(METHODS)
+
+
+def passes(method: str, terms: Sequence[str]) -> Steps:
+    """The passes of ``method`` fitting ``terms``; FitError for an unknown method."""
+    found = METHODS.get(method)
+    if found is None:
+        raise FitError(f"unknown fit method {method!r}: expected one of {', '.join(NAMES)}")
+    return found.passes(terms)
+
+
+__all__ = [
+    "METHODS",
+    "NAMES",
+    "SAMPLE_ROWS",
+    "Fold",
+    "Folded",
+    "Method",
+    "Request",
+    "Residuals",
+    "Sample",
+    "Sampled",
+    "Select",
+    "Selected",
+    "Stats",
+    "Summary",
+    "Weights",
+    "answer",
+    "matvec",
+    "merge",
+    "passes",
+]

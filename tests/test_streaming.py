@@ -1,0 +1,105 @@
+"""Every method streams, and every method's statistics are the ones `score` prints."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lawkit
+from lawkit.fitting import methods, runner
+
+TERMS = ("1", "a", "b", "c", "d", "e")
+CHUNK = 64
+
+
+def _chunks(rows: int, seed: int = 7) -> Iterator[tuple[np.ndarray, np.ndarray, None]]:
+    """A regenerated stream of chunks of 6 terms (nothing of it is kept between passes)."""
+    rng = np.random.default_rng(seed)
+    coef = np.array([2.0, 0.5, 0.25, 1.5, 0.1, 0.05])
+    for start in range(0, rows, CHUNK):
+        k = min(CHUNK, rows - start)
+        x = np.asfortranarray(np.column_stack([np.ones(k), rng.uniform(1, 10, (k, 5))]))
+        y = x @ coef + rng.normal(0, 0.01, k)
+        y[rng.random(k) < 0.05] += 50.0  # outliers for the robust methods to downweight
+        yield x, y, None
+
+
+def _peak(method: str, rows: int) -> int:
+    tracemalloc.start()
+    try:
+        runner.run(methods.passes(method, TERMS), lambda: _chunks(rows))
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("method", list(methods.NAMES))
+def test_every_method_streams_its_peak_memory_stays_flat_while_rows_grow_tenfold(
+        method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The median gathers a bucket's values once at most _GATHER remain (65,536: 512 KiB, a
+    # bound that does not grow with the rows); a small one here makes the bound visible.
+    monkeypatch.setattr(methods, "_GATHER", 512)
+    # The robust start runs in memory on its sample: bound it below both row counts.
+    monkeypatch.setattr(methods, "SAMPLE_ROWS", 1_000)
+    _peak(method, 2_000)  # warm-up: imports and caches are not the fit's memory
+    small = _peak(method, 4_000)
+    large = _peak(method, 40_000)
+    # A chunk list of 40,000 x 7 floats alone would be 2.2 MB; the robust start's sample is
+    # bounded (methods.SAMPLE_ROWS rows), so it is covered by the same bound.
+    assert large <= small + 256 * 1024, (small, large)
+
+
+def test_the_robust_start_uses_a_bounded_sample_of_the_rows() -> None:
+    request = methods.Sample(size=100)
+    reply = None
+    for x, y, w in _chunks(5_000):
+        reply = methods.answer(request, reply, x, y, w)
+    assert reply is not None and reply.x.shape == (100, 6)
+    # The same rows whatever the chunking: a hash of each row's values picks them.
+    whole = np.concatenate([c[0] for c in _chunks(5_000)])
+    ys = np.concatenate([c[1] for c in _chunks(5_000)])
+    one = methods.answer(request, None, whole, ys, None)
+    np.testing.assert_array_equal(one.y, reply.y)
+
+
+CSV_HEADER = "model,batch_size,schedule_s\n"
+
+
+def _capture(path: Path) -> Path:
+    rng = np.random.default_rng(3)
+    lines = [CSV_HEADER]
+    for model in ("a", "b"):
+        for batch in range(1, 65):
+            value = 1e-3 + 2e-5 * batch + rng.normal(0, 1e-6)
+            if batch > 56:
+                value += 4e-4  # a regime break at the edge of the domain
+            lines.append(f"{model},{batch},{value!r}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("method", list(methods.NAMES))
+def test_the_statistics_fit_prints_are_the_ones_score_prints_on_the_same_rows(
+        tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    capture = _capture(tmp_path / "caps.csv")
+    out = tmp_path / "laws.yaml"
+    report = lawkit.fit(capture, out=out, formula="schedule_s ~ 1 + batch_size", by="model",
+                        method=method, captured_on="68ad8fc6", workspace=tmp_path)
+    scored = lawkit.score(out, capture, workspace=tmp_path)
+    by_name = {s.name: s.metrics for s in scored.laws}
+    for fitted in report.laws:
+        stats = fitted.law["fit"]
+        m = by_name[fitted.spec.name]
+        assert stats["n"] == m.n
+        assert stats["r2"] == pytest.approx(m.r2, rel=1e-9)
+        assert stats["rmse"] == pytest.approx(m.rmse, rel=1e-9)
+        assert stats["mape"] == pytest.approx(m.mape, rel=1e-9)
+        assert stats["resid_sd"] == pytest.approx(m.rmse * np.sqrt(m.n / (m.n - 2)), rel=1e-9)
+        if method in ("huber", "robust"):
+            assert stats["downweighted"] >= 1 and stats["scale"] > 0
+    assert report.records == 128
