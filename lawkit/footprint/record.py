@@ -63,8 +63,10 @@ class RecordReport:
                 "processes": fp.processes, "units_ran": fp.ran_units()}
 
 
-def record_footprint(ws: Workspace, command: Sequence[str], out: Path) -> RecordReport:
-    """Run ``command`` measured, and write its footprint to ``out`` (nothing on refusal)."""
+def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
+                     cwd: Path | None = None) -> RecordReport:
+    """Run ``command`` measured (in ``cwd``, default the working directory), and write its
+    footprint to ``out`` (nothing on refusal)."""
     from lawkit.footprint.document import write_footprint
 
     _check_coverage()
@@ -76,7 +78,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path) -> Record
     try:
         env = _prepare(folder, ws, before)
         try:
-            code = subprocess.run(list(command), env=env, check=False).returncode
+            code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
             raise RecordRefused(f"cannot run {command[0]}: {exc.strerror}") from None
         if code != 0:
