@@ -95,17 +95,34 @@ def _take_sigterm() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+_mask_before_fork: set[int | signal.Signals] = set()
+
+
+def _before_fork() -> None:
+    # SIGTERM waits until the child has its marker, its own measurement and this hook's handler:
+    # a pool may terminate a worker it has only just forked.
+    global _mask_before_fork
+    _mask_before_fork = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+
+def _after_fork_in_parent() -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
+
+
 def _after_fork(folder: str) -> None:
     # coverage's own fork patch (registered before this hook, so run first) has stopped the
     # parent's measurement in this child and started a fresh one with this child's data file.
     global _saving
     _saving = False
-    _write_marker(folder, main=False)
-    cov = _current()
-    if cov is not None:
-        cov.switch_context("steps")
-        _ping()
-    _take_sigterm()
+    try:
+        _write_marker(folder, main=False)
+        cov = _current()
+        if cov is not None:
+            cov.switch_context("steps")
+            _ping()
+        _take_sigterm()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
 
 
 def _start(folder: str) -> None:
@@ -125,7 +142,8 @@ def _start(folder: str) -> None:
     except Exception as exc:
         _write_marker(folder, main=main, error=f"coverage.py did not start: {exc}")
         return
-    os.register_at_fork(after_in_child=lambda: _after_fork(folder))
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=lambda: _after_fork(folder))
     os._exit = _exit_saving
     atexit.register(_save_current)  # runs before coverage's own (atexit is last in, first out)
     _take_sigterm()

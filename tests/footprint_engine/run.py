@@ -5,9 +5,10 @@ import multiprocessing
 import subprocess
 import sys
 
-import lawkit.footprint
 from atom.runner import Runner
 from atom.worker import work
+
+import lawkit.footprint
 
 
 def main():
