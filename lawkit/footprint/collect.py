@@ -1,10 +1,9 @@
 """Reading what the measured processes left: their markers and their coverage data files.
 
-Every process the start-up hook measured wrote a marker naming its pid; coverage.py wrote one
-data file per measuring instance, named ``.coverage.<host>.pid<PID>.X<random>x`` (newer
-versions add ``.<hash>``). A marker with no data file of its pid is a process that left no data
-(killed with SIGKILL, crashed before it could save): `record` refuses it. A pid reused by the
-system during one recording is matched once.
+Every process the start-up hook measured wrote a marker ``markers/<pid>-<random>.json`` when it
+started and ``<pid>-<random>.done`` once its data was saved. A marker without its ``.done`` is
+a process that left no data (killed with SIGKILL, crashed, or still running when the command
+ended): `record` refuses it. Every data file in ``data/`` must then be readable.
 """
 
 from __future__ import annotations
@@ -12,13 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lawkit.footprint.errors import RecordRefused
 
-_PID_IN_NAME = re.compile(r"\.pid(\d+)\.X[A-Za-z0-9]+x(?:\.[A-Za-z0-9]+)?\Z")
 _PHASE_OF_CONTEXT = {"startup": "startup", "steps": "steps"}
 
 
@@ -47,9 +44,9 @@ class Measurement:
     arcs: dict[str, dict[str, set[tuple[int, int]]]] = field(default_factory=dict)
 
 
-def read_markers(folder: Path) -> list[Process]:
-    """The processes that announced themselves, one per pid (an error wins)."""
-    by_pid: dict[int, Process] = {}
+def read_markers(folder: Path) -> list[tuple[Process, bool]]:
+    """Each process that announced itself, and whether it said its data was saved."""
+    found: list[tuple[Process, bool]] = []
     for path in sorted((folder / "markers").glob("*.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -58,17 +55,8 @@ def read_markers(folder: Path) -> list[Process]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RecordRefused(f"a measured process left an unreadable marker {path.name} "
                                 f"({exc}): record again") from None
-        if proc.pid not in by_pid or proc.error:
-            by_pid[proc.pid] = proc
-    return [by_pid[pid] for pid in sorted(by_pid)]
-
-
-def data_files(folder: Path) -> Iterator[tuple[int, Path]]:
-    """Each coverage data file with the pid of the process that wrote it."""
-    for path in sorted((folder / "data").iterdir()):
-        match = _PID_IN_NAME.search(path.name)
-        if match:
-            yield int(match.group(1)), path
+        found.append((proc, path.with_suffix(".done").exists()))
+    return found
 
 
 def collect(folder: Path) -> Measurement:
@@ -76,26 +64,24 @@ def collect(folder: Path) -> Measurement:
     from coverage import CoverageData
     from coverage.exceptions import CoverageException
 
-    processes = read_markers(folder)
-    for proc in processes:
+    markers = read_markers(folder)
+    for proc, _ in markers:
         if proc.error:
             raise RecordRefused(f"{proc.label()} was not measured: {proc.error}")
-    files = list(data_files(folder))
-    have = {pid for pid, _ in files}
-    for proc in processes:
-        if proc.pid not in have:
+    for proc, saved in markers:
+        if not saved:
             raise RecordRefused(f"{proc.label()} left no coverage data (killed with SIGKILL, "
-                                "or it crashed): nothing written; record again")
-    measurement = Measurement(processes)
-    for pid, path in files:
+                                "crashed, or still running when the command ended): nothing "
+                                "written; record again")
+    measurement = Measurement([proc for proc, _ in markers])
+    for path in sorted((folder / "data").iterdir()):
         data = CoverageData(basename=str(path))
         try:
             data.read()
             _add_arcs(data, measurement)
         except (CoverageException, OSError) as exc:
-            who = next((p.label() for p in processes if p.pid == pid), f"process {pid}")
-            raise RecordRefused(f"the coverage data of {who} is unreadable ({path.name}: "
-                                f"{exc}): nothing written; record again") from None
+            raise RecordRefused(f"a measured process left unreadable coverage data "
+                                f"({path.name}: {exc}): nothing written; record again") from None
     return measurement
 
 

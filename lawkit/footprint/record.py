@@ -3,9 +3,10 @@
 COMMAND runs with the start-up hook (``sitehook``, as ``sitecustomize`` on ``PYTHONPATH``) and a
 generated coverage rcfile (``COVERAGE_PROCESS_START``) in a temp folder: arcs, the C tracer,
 measuring the hashed packages' folders (and the packages by import name, to catch an installed
-copy running instead), data files per process, saved on SIGTERM, after a fork and before an
-exec. Every Python process COMMAND starts that reads ``PYTHONPATH`` is measured; one started
-with ``-I``/``-E`` or with an environment that drops these variables is not seen at all.
+copy running instead), data files per process, saved at exit, on SIGTERM, on ``os._exit`` and
+before an exec; each process says when its data is saved. Every Python process COMMAND starts
+that reads ``PYTHONPATH`` is measured; one started with ``-I``/``-E`` or with an environment
+that drops these variables is not seen at all.
 
 Refused (exit 2, nothing written): a measured process left no readable data, COMMAND exited
 non-zero, nothing hashed ran, a measured file is not a hashed one (an installed copy of the
@@ -155,7 +156,7 @@ def _prepare(folder: Path, ws: Workspace, tree: SourceTree) -> dict[str, str]:
         "parallel = True",
         "core = ctrace",
         "sigterm = True",
-        "patch = fork, execv",
+        "patch = fork",
         f"data_file = {folder / 'data' / '.coverage'}",
         "source =",
         *(f"    {d}" for d in [*dirs, str(site)]),

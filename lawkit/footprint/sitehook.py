@@ -32,14 +32,26 @@ def _ping() -> int:
     return 1
 
 
+_marker = ""  # this process's marker, without its extension
+
+
 def _write_marker(folder: str, *, main: bool, error: str | None = None) -> None:
+    """Announce this process: ``markers/<pid>-<random>.json``."""
+    global _marker
     pid = os.getpid()
     doc = {"pid": pid, "ppid": os.getppid(), "main": main, "error": error,
            "argv": list(getattr(sys, "orig_argv", sys.argv))}
-    name = os.path.join(folder, "markers", f"{pid}-{secrets.token_hex(4)}")
-    with open(name + ".tmp", "w", encoding="utf-8") as f:
+    _marker = os.path.join(folder, "markers", f"{pid}-{secrets.token_hex(4)}")
+    with open(_marker + ".tmp", "w", encoding="utf-8") as f:
         json.dump(doc, f)
-    os.replace(name + ".tmp", name + ".json")
+    os.replace(_marker + ".tmp", _marker + ".json")
+
+
+def _write_done() -> None:
+    """Say that this process's data is saved: ``markers/<pid>-<random>.done``."""
+    if _marker:
+        with open(_marker + ".done", "w", encoding="utf-8"):
+            pass
 
 
 def _current() -> Any:
@@ -67,8 +79,31 @@ def _save_current() -> None:
         try:
             cov.stop()
             cov.save()
+            _write_done()
         except Exception as exc:  # never mask the process's own exit
             sys.stderr.write(f"lawkit footprint: cannot save coverage data: {exc}\n")
+
+
+def _exec_saving(real: Any) -> Any:
+    """An ``os.execv``/``os.execve`` that saves this image's data before it is replaced."""
+
+    def exec_saving(*args: Any, **kwargs: Any) -> Any:
+        global _saving
+        cov = _current()
+        _save_current()
+        try:
+            return real(*args, **kwargs)
+        except OSError:
+            # The exec failed and this image goes on: measure it again, and save at its end.
+            _saving = False
+            if cov is not None:
+                cov.start()
+            if _marker:
+                os.unlink(_marker + ".done")
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            raise
+
+    return exec_saving
 
 
 def _exit_saving(status: int) -> NoReturn:
@@ -145,6 +180,8 @@ def _start(folder: str) -> None:
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=lambda: _after_fork(folder))
     os._exit = _exit_saving
+    os.execv = _exec_saving(os.execv)
+    os.execve = _exec_saving(os.execve)
     atexit.register(_save_current)  # runs before coverage's own (atexit is last in, first out)
     _take_sigterm()
 
