@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from footprint_engine import copy_engine, edit
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from lawkit.config import Workspace, load_workspace
 from lawkit.footprint.document import Footprint
 from lawkit.footprint.record import record_footprint
-from lawkit.footprint.trees import work_tree_sources
+from lawkit.footprint.trees import SourceTree, work_tree_sources
+from lawkit.footprint.units import units_of
 from lawkit.footprint.verdict import FootprintDiff, diff_footprint
 
 
@@ -209,3 +212,37 @@ def test_only_a_docstring_or_comment_changed_is_a_change_classed_layout_only(
     edit(engine / "atom/base.py", "return self.kind  # said", "return self.kind or 'x'")
     [unit] = _diff(engine, recorded[1], pristine).units
     assert not unit.layout_only
+
+
+_EDIT_TEXT = st.text(alphabet=st.sampled_from(list("abcxyz_01 ()[]:=+-#'\"\\\t.,")),
+                     min_size=0, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_any_edit_inside_an_executed_unit_is_startup_or_steps_never_untouched(
+        recorded: tuple[Path, Footprint], data: st.DataObject) -> None:
+    root, fp = recorded
+    files = {rel: (root / rel).read_bytes() for rel in fp.files}
+    executed = [(rel, u) for rel in sorted(files) for u in units_of(files[rel])
+                if fp.files[rel].units[u.qualname].phases and u.lines]
+    rel, unit = data.draw(st.sampled_from(executed), label="unit")
+    lines = files[rel].splitlines(keepends=True)
+    n = data.draw(st.sampled_from(sorted(unit.lines)), label="line") - 1
+    line = lines[n]
+    kind = data.draw(st.sampled_from(["insert", "replace", "delete", "duplicate"]))
+    text = data.draw(_EDIT_TEXT, label="text").encode()
+    if kind == "insert":
+        at = data.draw(st.integers(0, len(line.rstrip(b"\r\n"))), label="column")
+        lines[n] = line[:at] + text + line[at:]
+    elif kind == "replace":
+        lines[n] = text + b"\n"
+    elif kind == "delete":
+        del lines[n]
+    else:
+        lines.insert(n, line)
+    edited = b"".join(lines)
+    assume(edited != files[rel])
+    target = SourceTree("edited", {**files, rel: edited}, "edited")
+    diff = diff_footprint(fp, target)
+    assert diff.verdict in ("startup", "steps"), (rel, unit.qualname, n + 1, kind, text)
