@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ def engine(tmp_path: Path) -> Path:
     return copy_engine(tmp_path / "engine")
 
 
-def _record(engine: Path, *command: str, out: str = "fp.json"):  # type: ignore[no-untyped-def]
+def _record(engine: Path, *command: str,
+            out: str = "fp.json") -> subprocess.CompletedProcess[str]:
     return lawkit("footprint", "record", "--out", out, "--", *command, cwd=engine)
 
 
