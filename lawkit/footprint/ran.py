@@ -2,15 +2,15 @@
 
 A function ran when a line of its body ran, or when the code object starting at its first line
 was entered or left (the only sign that a one-line function ran: ``def f(): return 1``); such an
-arc counts for the function alone, even on its def line. Its def
-and decorator lines run at import, as part of the body that holds it: they count for the class
-shell or module body around it, as a class statement's header counts for its holder too. A
-shell or module body ran when one of its own lines ran; a module body also when its code
-object was entered or left (an empty ``__init__.py`` runs no line).
+arc counts for the function alone, even on its def line. Its def and decorator lines run at
+import, as part of the body that holds it: they count for the class shell or module body around
+it, as a class statement's header counts for its holder too. A shell or module body ran when
+one of its own lines ran; a module body also when its code object was entered or left (an empty
+``__init__.py`` runs no line).
 
 Two code objects can start on one line: a one-line function on a file's first line and the
 module, or a lambda in a decorator and the function it decorates. Such an arc counts for the
-function: a wrong "ran" costs a refit, a wrong "did not run" could hide one.
+function (and the module): a wrong "ran" costs a refit, a wrong "did not run" could hide one.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ before an exec; each process says when its data is saved. Every Python process C
 that reads ``PYTHONPATH`` is measured; one started with ``-I``/``-E`` or with an environment
 that drops these variables is not seen at all.
 
+The main process, which starts in the ``startup`` phase, is the one whose parent is `record`
+itself: COMMAND when it is Python (or a shell that execs Python). A Python process started by a
+wrapper script, like every other process, counts as ``steps`` unless it calls
+``lawkit.footprint.phase()`` itself.
+
 Refused (exit 2, nothing written): a measured process left no readable data, COMMAND exited
 non-zero, nothing hashed ran, a measured file is not a hashed one (an installed copy of the
 engine ran), or a hashed file changed during the run.
@@ -74,6 +79,8 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     if not command:
         raise RecordRefused("no command given: `lawkit footprint record --out FILE -- "
                             "COMMAND...`")
+    if not out.parent.is_dir():
+        raise RecordRefused(f"the folder of {ws.rel(out)} does not exist: create it first")
     before = work_tree_sources(ws.digest)
     folder = Path(tempfile.mkdtemp(prefix="lawkit-footprint-"))
     try:
@@ -83,8 +90,9 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
         except OSError as exc:
             raise RecordRefused(f"cannot run {command[0]}: {exc.strerror}") from None
         if code != 0:
-            raise RecordRefused(f"the command exited with status {code}: nothing written; "
-                                "a footprint is of a run that worked")
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+            raise RecordRefused(f"the command {how}: nothing written; a footprint is of a run "
+                                "that worked")
         measurement = collect(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
