@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lawkit.cli import check, digest, fit, rekey, review, schema, score, show  # noqa: F401  (each module registers its command)
+from lawkit.cli import check, digest, fit, footprint, rekey, review, schema, score, show  # noqa: F401  (each module registers its command)
 from lawkit.cli.app import app
 
 

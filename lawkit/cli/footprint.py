@@ -1,0 +1,91 @@
+"""`lawkit footprint record` and `lawkit footprint diff`: which engine code ran, and what a
+change touches (DESIGN section 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+
+footprint_app = typer.Typer(
+    name="footprint",
+    help="Record which engine code runs, and compare a change with that record.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+app.add_typer(footprint_app)
+
+
+@footprint_app.command()
+def record(
+    command: Annotated[list[str], typer.Argument(
+        help="The command to measure, after `--` (say: -- python run_captures.py).",
+        show_default=False)],
+    out: Annotated[Path, typer.Option(
+        "--out", help="The footprint file to write (gzip when it ends in .gz).",
+        show_default=False)],
+    engine: EngineOption = None,
+    json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Run COMMAND under coverage.py, in every Python process it starts, and write which units
+    of the hashed engine files ran, at start-up or in steps.
+
+    The main process starts in the `startup` phase; `lawkit.footprint.phase("steps")` switches
+    it; every other process counts as `steps`. Exit 0 when written; 2, writing nothing, when a
+    process left no data, COMMAND failed, nothing hashed ran, or another copy of the engine ran.
+    """
+
+    def body() -> int:
+        from lawkit.config import load_workspace
+        from lawkit.footprint.record import record_footprint
+
+        ws = load_workspace(config=config, engine=engine)
+        report = record_footprint(ws, command, out.absolute())
+        if json:
+            print_json(report.to_json())
+        else:
+            for line in report.lines():
+                typer.echo(line)
+        return 0
+
+    run(body)
+
+
+@footprint_app.command()
+def diff(
+    footprint: Annotated[Path, typer.Argument(
+        help="A footprint file written by `lawkit footprint record`.", show_default=False)],
+    rev: Annotated[str | None, typer.Option(
+        "--rev", help="Compare with the engine at this git revision, from git objects "
+        "(default: the work tree).", show_default=False)] = None,
+    engine: EngineOption = None,
+    json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Compare a footprint with the engine, unit by unit, and print the verdict: untouched
+    (only code that never ran changed), startup, or steps.
+
+    Exit 0 for untouched, 1 for startup or steps, 2 on bad input.
+    """
+
+    def body() -> int:
+        from lawkit.config import load_workspace
+        from lawkit.footprint.document import read_footprint
+        from lawkit.footprint.verdict import diff_rev, diff_work_tree
+
+        ws = load_workspace(config=config, engine=engine)
+        fp = read_footprint(footprint, shown=str(footprint))
+        report = diff_rev(ws, fp, rev) if rev else diff_work_tree(ws, fp)
+        if json:
+            print_json(report.to_json())
+        else:
+            for line in report.lines():
+                typer.echo(line)
+        return 0 if report.verdict == "untouched" else 1
+
+    run(body)

@@ -1,0 +1,96 @@
+"""Binding a footprint to a fit, and a law file's verdict from the footprint its fit names.
+
+``fit --footprint FILE`` calls ``bind_footprint``: the footprint must have been recorded on the
+digest the captures ran on, and the ``fit`` provenance entry records ``Binding.to_json()``
+(``{path, sha256}``, the path relative to the workspace root). ``rekey`` and ``review`` call
+``law_file_verdict`` with the binding of the newest ``fit`` entry: a missing binding, a missing
+footprint file, or one whose sha256 differs makes the verdict ``unknown``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lawkit.config import Workspace
+from lawkit.footprint.document import Footprint, decode_footprint
+from lawkit.footprint.errors import FootprintError
+from lawkit.footprint.trees import SourceTree
+from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
+
+ReadFile = Callable[[str], bytes | None]
+"""Reads a file by its path relative to the workspace root; None when there is none."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The footprint a fit was made with: its path (from the workspace root) and sha256."""
+
+    path: str
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        """What the ``fit`` provenance entry records under ``footprint``."""
+        return {"path": self.path, "sha256": self.sha256}
+
+
+def bind_footprint(ws: Workspace, path: Path, captures_digest: str) -> tuple[Footprint, Binding]:
+    """Read a footprint for a fit; refused unless it was recorded on the captures' digest."""
+    shown = ws.rel(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
+    footprint = decode_footprint(raw, shown=shown)
+    if footprint.digest != captures_digest:
+        raise FootprintError(
+            f"recorded on {footprint.key}={footprint.digest}, but the captures ran on "
+            f"{footprint.key}={captures_digest}: record the footprint of the capture runs "
+            "(`lawkit footprint record`)", path=shown)
+    return footprint, Binding(shown, hashlib.sha256(raw).hexdigest())
+
+
+def bound_footprint(ws: Workspace, binding: Mapping[str, Any] | None,
+                    read: ReadFile | None = None) -> Footprint | None:
+    """The footprint a binding names, or None when it is missing or its sha256 differs.
+
+    ``read`` reads the file (from git objects, say); by default from the work tree.
+    """
+    if not binding or not isinstance(binding.get("path"), str) or \
+            not isinstance(binding.get("sha256"), str):
+        return None
+    rel = binding["path"]
+    raw = (read or (lambda p: _read_work_tree(ws, p)))(rel)
+    if raw is None or hashlib.sha256(raw).hexdigest() != binding["sha256"]:
+        return None
+    try:
+        return decode_footprint(raw, shown=rel)
+    except FootprintError:
+        return None
+
+
+def law_file_verdict(ws: Workspace, binding: Mapping[str, Any] | None, target: SourceTree,
+                     read: ReadFile | None = None, old_source: OldSource | None = None,
+                     ) -> tuple[str, FootprintDiff | None]:
+    """A law file's verdict against a target tree, with the diff behind it (None: unknown).
+
+    ``old_source`` finds the recorded files' bytes, to class layout-only changes
+    (``history.git_old_source``).
+    """
+    footprint = bound_footprint(ws, binding, read)
+    if footprint is None:
+        return "unknown", None
+    diff = diff_footprint(footprint, target, old_source)
+    return diff.verdict, diff
+
+
+def _read_work_tree(ws: Workspace, rel: str) -> bytes | None:
+    try:
+        with open(os.path.join(ws.root, *rel.split("/")), "rb") as f:
+            return f.read()
+    except OSError:
+        return None

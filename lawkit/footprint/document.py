@@ -1,0 +1,168 @@
+"""The footprint file (DESIGN section 11): reading, validating and writing it.
+
+    {"schema": "lawkit-footprint/1", "key": "atom", "digest": "<engine digest>",
+     "command": [...], "processes": N,
+     "files": {"<relpath>": {"sha256": "...",
+                             "units": {"<qualname>": {"digest": "...", "phases": [...]}}}}}
+
+JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
+hashed file is listed, with the phases in which it ran (empty when it did not run).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lawkit.footprint.errors import FootprintError
+
+SCHEMA = "lawkit-footprint/1"
+PHASES = ("startup", "steps")
+"""The phases a unit can run in, in the order a footprint lists them."""
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    """One unit as recorded: its digest and the phases in which it ran."""
+
+    digest: str
+    phases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One hashed file as recorded: its content's sha256 and its units by qualified name."""
+
+    sha256: str
+    units: Mapping[str, UnitRecord]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Which units of which engine files ran while a command ran, and in which phases."""
+
+    key: str
+    digest: str
+    command: tuple[str, ...]
+    processes: int
+    files: Mapping[str, FileRecord]
+
+    def to_json(self) -> dict[str, Any]:
+        """The footprint as the JSON document of the file."""
+        return {
+            "schema": SCHEMA,
+            "key": self.key,
+            "digest": self.digest,
+            "command": list(self.command),
+            "processes": self.processes,
+            "files": {
+                path: {"sha256": f.sha256,
+                       "units": {name: {"digest": u.digest, "phases": list(u.phases)}
+                                 for name, u in f.units.items()}}
+                for path, f in self.files.items()
+            },
+        }
+
+    def ran_units(self) -> int:
+        """How many units ran in any phase."""
+        return sum(1 for f in self.files.values() for u in f.units.values() if u.phases)
+
+
+def sort_phases(phases: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """Phases in the footprint's order."""
+    return tuple(p for p in PHASES if p in phases)
+
+
+def encode_footprint(footprint: Footprint, *, compress: bool = False) -> bytes:
+    """The bytes of a footprint file (gzip with a zero mtime when asked, so runs compare)."""
+    text = json.dumps(footprint.to_json(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    data = text.encode("utf-8")
+    return gzip.compress(data, mtime=0) if compress else data
+
+
+def write_footprint(footprint: Footprint, path: Path) -> str:
+    """Write a footprint file atomically (gzip if its name ends in .gz); its sha256 in hex."""
+    data = encode_footprint(footprint, compress=path.name.endswith(".gz"))
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise FootprintError(f"cannot write the footprint: {exc.strerror}",
+                             path=str(path)) from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_footprint(path: Path, *, shown: str | None = None) -> Footprint:
+    """Read and validate a footprint file (gzip or plain JSON)."""
+    where = shown or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=where) from None
+    return decode_footprint(raw, shown=where)
+
+
+def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
+    """A footprint from a file's bytes (gzip or plain JSON)."""
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError, ValueError, RecursionError) as exc:
+        raise FootprintError(f"not a footprint file (JSON, or gzip of JSON): {exc}",
+                             path=shown) from None
+    return _parse(doc, shown)
+
+
+def _parse(doc: Any, where: str) -> Footprint:
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise FootprintError(f"schema: expected {SCHEMA!r}, got {got!r}: record it again with "
+                             "`lawkit footprint record`", path=where)
+    key = _typed(doc, "key", str, where)
+    digest = _typed(doc, "digest", str, where)
+    command = _typed(doc, "command", list, where)
+    processes = _typed(doc, "processes", int, where)
+    files = _typed(doc, "files", dict, where)
+    if not all(isinstance(a, str) for a in command):
+        raise FootprintError("command: expected a list of strings", path=where)
+    parsed: dict[str, FileRecord] = {}
+    for relpath, entry in files.items():
+        at = f"files.{relpath}"
+        if not isinstance(entry, dict):
+            raise FootprintError(f"{at}: expected an object", path=where)
+        sha = _typed(entry, "sha256", str, where, at)
+        units = _typed(entry, "units", dict, where, at)
+        records: dict[str, UnitRecord] = {}
+        for name, unit in units.items():
+            uat = f"{at}.units.{name}"
+            if not isinstance(unit, dict):
+                raise FootprintError(f"{uat}: expected an object", path=where)
+            phases = _typed(unit, "phases", list, where, uat)
+            if not all(p in PHASES for p in phases):
+                raise FootprintError(f"{uat}.phases: expected some of {list(PHASES)}, got "
+                                     f"{phases!r}", path=where)
+            records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
+                                       sort_phases(set(phases)))
+        parsed[relpath] = FileRecord(sha, records)
+    return Footprint(key, digest, tuple(command), processes, parsed)
+
+
+def _typed(doc: dict[str, Any], name: str, kind: type, where: str, at: str = "") -> Any:
+    value = doc.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        label = f"{at}.{name}" if at else name
+        raise FootprintError(f"{label}: expected {kind.__name__}, got {value!r}", path=where)
+    return value

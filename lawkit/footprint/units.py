@@ -1,0 +1,270 @@
+"""Cut a Python source file into the units of DESIGN section 11, each with its own digest.
+
+Units, in source order:
+
+- ``<module>``: the module body, the file's lines without its top-level functions' and classes'
+  lines, followed by their names;
+- a class shell (``ModelRunner``): the class's lines without its methods' and nested classes'
+  lines, followed by their names;
+- a function or method by qualified name (``ModelRunner.__init__``): its lines from its first
+  decorator to its last line; a function, class or lambda nested in a function belongs to it.
+
+Definitions under ``if``/``try``/``with``/``for``/``while``/``match`` belong to the scope that
+holds the statement, as Python's ``__qualname__`` says. Two definitions with one qualified name
+are told apart by an ordinal in source order (``C.x``, ``C.x#2``). A unit's bytes are its lines
+exactly as stored (``bytes.splitlines(keepends=True)``, the line breaks Python's tokenizer
+knows), then for a shell or module body ``b"\\0"`` and its members' names, one per line, in
+source order. Its digest is the sha256 of those bytes. A file that is not valid Python (a syntax
+error, a null byte, a bad encoding) is one unit: ``<module>``, holding every line.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import hashlib
+import io
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+MODULE = "<module>"
+"""The qualified name of a file's module-body unit."""
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_NAMES_MARK = b"\0"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of a source file: its name, kind, lines and digest.
+
+    ``lines`` are the 1-based line numbers that are the unit's own (a function's: all of its
+    lines; a shell's or module body's: those left once its members are cut out). ``header`` are
+    a function's def and decorator lines, which run at import as part of ``holder``'s body;
+    ``body`` the lines whose run means the function ran. ``first`` is its first line (a code
+    object's ``co_firstlineno``).
+    """
+
+    qualname: str
+    kind: str  # "module" | "class" | "function"
+    data: bytes
+    lines: frozenset[int]
+    first: int
+    holder: str | None = None
+    header: frozenset[int] = field(default_factory=frozenset)
+    body: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def digest(self) -> str:
+        """The sha256 of the unit's bytes, in hex."""
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass
+class _Def:
+    """A definition found in the tree, before its bytes are cut."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    qualname: str
+    holder: str
+    members: list[_Def] = field(default_factory=list)
+
+    @property
+    def first(self) -> int:
+        return min([d.lineno for d in self.node.decorator_list] + [self.node.lineno])
+
+    @property
+    def span(self) -> range:
+        return range(self.first, (self.node.end_lineno or self.node.lineno) + 1)
+
+
+def units_of(source: bytes) -> list[Unit]:
+    """The units of one Python source file, the module body first, then in source order."""
+    # A syntax tree holds no reference cycles: refcounting frees it, and the cyclic collector,
+    # set off again and again by the allocations of a parse, only costs time (7x on 400 files).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _units_of(source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _units_of(source: bytes) -> list[Unit]:
+    lines = source.splitlines(keepends=True)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # ValueError: a null byte in the source
+        everything = frozenset(range(1, len(lines) + 1))
+        return [Unit(MODULE, "module", source, everything, 1)]
+    top = _collect(tree.body, prefix="", holder=MODULE, seen={})
+    taken = {n for d in top for n in d.span}
+    own = frozenset(n for n in range(1, len(lines) + 1) if n not in taken)
+    units = [Unit(MODULE, "module", _shell_bytes(lines, own, top), own, 1)]
+    for d in top:
+        units.extend(_units_of_def(d, lines))
+    return units
+
+
+def _collect(body: Iterable[ast.stmt], prefix: str, holder: str,
+             seen: dict[str, int]) -> list[_Def]:
+    """The definitions held directly by one scope (a module or class body), in source order."""
+    found: list[_Def] = []
+    for node in _scope_statements(body):
+        name = prefix + node.name
+        count = seen[name] = seen.get(name, 0) + 1
+        qualname = name if count == 1 else f"{name}#{count}"
+        d = _Def(node, qualname, holder)
+        if isinstance(node, ast.ClassDef):
+            d.members = _collect(node.body, qualname + ".", qualname, seen)
+        found.append(d)
+    return found
+
+
+def _scope_statements(
+    body: Iterable[ast.stmt],
+) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+    """The def and class statements of a scope, looking inside compound statements."""
+    for node in body:
+        if isinstance(node, _DEFS):
+            yield node
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            child = getattr(node, name, None)
+            if isinstance(child, list):
+                inner = [s for c in child for s in ([c] if isinstance(c, ast.stmt) else c.body)]
+                yield from _scope_statements(inner)
+
+
+def _units_of_def(d: _Def, lines: list[bytes]) -> Iterator[Unit]:
+    span = d.span
+    if isinstance(d.node, ast.ClassDef):
+        taken = {n for m in d.members for n in m.span}
+        own = frozenset(n for n in span if n not in taken)
+        yield Unit(d.qualname, "class", _shell_bytes(lines, own, d.members), own, d.first,
+                   holder=d.holder, header=_header_lines(d.node))
+        for m in d.members:
+            yield from _units_of_def(m, lines)
+        return
+    header = _header_lines(d.node)
+    body = frozenset(n for n in span if n not in header)
+    data = b"".join(lines[n - 1] for n in span if n <= len(lines))
+    yield Unit(d.qualname, "function", data, frozenset(span), d.first, holder=d.holder,
+               header=header, body=body)
+
+
+def _header_lines(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> frozenset[int]:
+    """The decorator and signature lines of a definition: what runs when it is defined."""
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    parts: list[ast.AST] = [*node.decorator_list]
+    if isinstance(node, ast.ClassDef):
+        parts += [*node.bases, *node.keywords]
+    else:
+        parts += [node.args] + ([node.returns] if node.returns else [])
+    last = node.lineno
+    for part in parts:
+        for child in ast.walk(part):
+            last = max(last, getattr(child, "end_lineno", None) or last)
+    # The body starts after the colon, so the signature runs up to the line before it (a
+    # closing `):` on its own line); a body on the signature's last line (`def f(): return 1`)
+    # shares that line, and only the arcs entering the function tell that it ran.
+    start = node.body[0].lineno
+    if start > last:
+        last = start - 1
+    return frozenset(range(first, last + 1))
+
+
+def _shell_bytes(lines: list[bytes], own: frozenset[int], members: list[_Def]) -> bytes:
+    """A shell's or module body's bytes: its own lines, then its members' names."""
+    data = b"".join(lines[n - 1] for n in sorted(own))
+    names = [m.qualname.rpartition(".")[2] for m in members]
+    return data + _NAMES_MARK + "\n".join(names).encode("utf-8")
+
+
+def layout_only(old: bytes, new: bytes) -> bool:
+    """True when two versions of a unit differ only in comments, blank lines or docstrings.
+
+    Compares the token streams without comments, blank or continuation lines, docstrings and
+    the spelling of indentation and line breaks; a shell's member names must be equal. False
+    when either version does not tokenize (a file that is not valid Python).
+    """
+    if old == new:
+        return True
+    old_code, _, old_names = old.partition(_NAMES_MARK)
+    new_code, _, new_names = new.partition(_NAMES_MARK)
+    if old_names != new_names:
+        return False
+    try:
+        return _code_tokens(old_code) == _code_tokens(new_code)
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        return False
+
+
+def _code_tokens(code: bytes) -> list[tuple[int, str]]:
+    """The tokens that carry code: no comments, blank lines or docstrings; layout as types."""
+    logical: list[list[tokenize.TokenInfo]] = [[]]
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    for tok in tokenize.tokenize(io.BytesIO(code).readline):
+        if tok.type in skip:
+            continue
+        logical[-1].append(tok)
+        if tok.type == tokenize.NEWLINE:
+            logical.append([])
+    out: list[tuple[int, str]] = []
+    after_header: bool | None = None  # the first statement of a module is its docstring
+    for line in logical:
+        code_toks = [t for t in line if t.type not in (tokenize.INDENT, tokenize.DEDENT)]
+        kept = _without_docstring(line, after_header)
+        if code_toks:
+            # A docstring follows a header that ends in a colon, on an indented line.
+            after_header = _is_def_header(code_toks) and len(code_toks) > 1 and \
+                code_toks[-2].string == ":"
+        layout = (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE)
+        out.extend((t.type, "" if t.type in layout else t.string) for t in kept)
+    return out
+
+
+def _without_docstring(line: list[tokenize.TokenInfo],
+                       after_header: bool | None) -> list[tokenize.TokenInfo]:
+    """A logical line with its docstring dropped, when it is one.
+
+    ``after_header``: None for the first statement (a module's docstring), True after a def or
+    class header ending in a colon.
+    """
+    if not line:
+        return line
+    lead = [t for t in line if t.type in (tokenize.INDENT, tokenize.DEDENT)]
+    rest = [t for t in line if t.type not in (tokenize.INDENT, tokenize.DEDENT)]
+    strings = [t for t in rest if t.type != tokenize.NEWLINE]
+    indented = any(t.type == tokenize.INDENT for t in lead)
+    if (after_header is None or (after_header and indented)) and strings and \
+            all(t.type == tokenize.STRING for t in strings):
+        return lead
+    if _is_def_header(rest):
+        # A one-line definition: `def f(): "doc"` (the string ends the line).
+        colon = _header_colon(rest)
+        tail = [t for t in rest[colon + 1:] if t.type != tokenize.NEWLINE]
+        if tail and all(t.type == tokenize.STRING for t in tail):
+            return lead + rest[: colon + 1] + [t for t in rest if t.type == tokenize.NEWLINE]
+    return line
+
+
+def _is_def_header(toks: list[tokenize.TokenInfo]) -> bool:
+    names = [t.string for t in toks[:2] if t.type == tokenize.NAME]
+    return bool(names) and (names[0] in ("def", "class") or names[:2] == ["async", "def"])
+
+
+def _header_colon(toks: list[tokenize.TokenInfo]) -> int:
+    """The index of the colon that ends a def or class header, or the last token's."""
+    depth = 0
+    for i, t in enumerate(toks):
+        if t.type == tokenize.OP:
+            if t.string in "([{":
+                depth += 1
+            elif t.string in ")]}":
+                depth -= 1
+            elif t.string == ":" and depth == 0:
+                return i
+    return len(toks) - 1

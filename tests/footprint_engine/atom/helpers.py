@@ -1,0 +1,2 @@
+def helper(i):
+    return i

@@ -1,0 +1,2 @@
+def util_fn(x):
+    return x - 1

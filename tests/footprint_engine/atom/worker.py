@@ -1,0 +1,9 @@
+import os
+
+
+def work(x):
+    return x * x
+
+
+def in_subprocess():
+    return os.getpid()
