@@ -66,7 +66,7 @@ def test_the_core_install_runs_every_light_command_and_refuses_fit_naming_the_ex
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "laws"],
                    cwd=tmp_path, check=True)
     law = next((tmp_path / "laws").glob("*.yaml"))
-    for args in (["digest"], ["check"], ["show", str(law)],
+    for args in (["digest"], ["footprint", "--help"], ["check"], ["show", str(law)],
                  ["rekey", "--why", "a comment", "--dry-run", "--to", "0badc0de"],
                  ["review", "--base", "HEAD"], ["schema"]):
         result = _run(env, tmp_path, *args)

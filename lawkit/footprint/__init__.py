@@ -1,7 +1,7 @@
 """Footprints (DESIGN section 11): which engine code ran while captures were taken, and what a
 change to the engine touches.
 
-This wing is light: it imports only the standard library, coverage.py (only to record),
+This wing is light. May import: only the standard library, coverage.py (only to record),
 ``src_digest``, ``lawkit.errors`` and ``lawkit.config``; never numpy, pandas or scipy, and never
 another wing. ``keying`` (review, rekey) and ``fitting`` (``fit --footprint``) use it through:
 
