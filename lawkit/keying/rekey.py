@@ -212,7 +212,8 @@ def rekey(
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
         fsio.replace_files([(p.path, p.new) for p in prepared],
-                           shown={p.path: p.shown for p in prepared})
+                           shown={p.path: p.shown for p in prepared},
+                           read={p.path: p.old for p in prepared})
         if cache is not None:
             for p in prepared:
                 cache.put(cache.entry(p.shown, key, p.new), p.after)
