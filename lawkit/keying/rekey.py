@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 from lawkit import fsio
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, RefusalError
-from lawkit.keying.check import FileFacts, identity_of, integrity_problems, law_paths, read_law_file
+from lawkit.keying.check import (
+    SYMLINKED_FOLDER,
+    FileFacts,
+    identity_of,
+    integrity_problems,
+    law_paths,
+    read_law_file,
+)
 from lawkit.keying.digest import current_digest
 from lawkit.lawfiles import lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
@@ -357,6 +364,12 @@ def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
         if path != laws and laws not in path.parents:
             raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
                               "workspace's law files (see [tool.lawkit] laws, or --laws)")
+        # A symlinked folder on the way would take the write outside the laws folder.
+        for folder in [p for p in path.parents if laws in p.parents] + \
+                ([path] if path != laws and path.is_dir() else []):
+            if folder.is_symlink():
+                raise RefusalError(f"{given}: {ws.rel(folder)} is {SYMLINKED_FOLDER}; nothing "
+                                   "was written")
         if path.is_dir():
             out.update(dict.fromkeys(law_paths(path, ws)))
         elif path.is_file() or path.is_symlink():

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import src_digest
 from lawkit.errors import LawFileError
+from lawkit.keying.check import is_law_file_name
 from lawkit.keying.review import gitobjects
 from lawkit.keying.review.textchange import (
     changed_spans,
@@ -115,7 +116,7 @@ def law_entries(entries: list[src_digest.TreeEntry], laws: str) -> dict[str, src
     out = {}
     for entry in entries:
         path = entry.path.decode("utf-8", "surrogateescape")
-        if entry.mode not in _NOT_BLOBS and path.endswith(".yaml") and \
+        if entry.mode not in _NOT_BLOBS and is_law_file_name(path.rpartition("/")[2]) and \
                 gitobjects.below(laws, path):
             out[path] = entry
     return out
