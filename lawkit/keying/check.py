@@ -184,9 +184,8 @@ def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | No
     try:
         raw = read_bytes(path, shown)
     except LawFileError as exc:
-        if os.path.islink(path) and os.path.isdir(path):
-            exc = LawFileError(SYMLINKED_FOLDER, path=shown)
-        return exc, "", None
+        linked = os.path.islink(path) and os.path.isdir(path)
+        return (LawFileError(SYMLINKED_FOLDER, path=shown) if linked else exc), "", None
     if cache is None:
         return raw, "", None
     entry = cache.entry(shown, key, raw)
