@@ -32,7 +32,7 @@ from lawkit.keying.check import (
     read_law_file,
 )
 from lawkit.keying.digest import current_digest
-from lawkit.lawfiles import lawfile, textedit, yamlsafe
+from lawkit.lawfiles import lawbytes, lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
 
@@ -337,7 +337,13 @@ def _verified(raw: bytes, law_file: lawfile.LawFile | lawfile.LawText,
                            "the key and one provenance entry: edit it by hand, or report it "
                            "with this file", path=shown, line=law_file.line("host"))
     bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
-    return bom + new_text.encode("utf-8"), yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
+    new = bom + new_text.encode("utf-8")
+    if len(new) > lawbytes.MAX_BYTES:
+        raise RefusalError(f"the edited file would be {len(new):,} bytes, over the "
+                           f"{lawbytes.MAX_BYTES >> 20} MiB that check and fit accept for a law "
+                           "file: split its laws over several files (or give a shorter --why)",
+                           path=shown)
+    return new, yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
 
 
 def _diff(prepared: list[_Prepared]) -> str:

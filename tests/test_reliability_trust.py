@@ -1,0 +1,33 @@
+"""Hostile and careless input, second round (issue 14): every verdict one a reviewer can rely
+on, in bounded time and memory.
+
+- rekey applies the law-file cap to what it would write, not only to what it reads.
+- check's cache: a FIFO at its path cannot hang check.
+- review applies the law-file cap to blobs before reading them (sizes from `git cat-file
+  --batch-check`): a 2 GiB blob under laws/ costs bounded memory and well under 2 s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lawfiles import OLD, law_text, make_workspace
+from reliability import one_line_exit_2
+from typer.testing import CliRunner
+
+from lawkit.cli import app
+from lawkit.lawfiles import lawbytes
+
+runner = CliRunner()
+
+
+def test_rekey_refuses_to_write_a_file_over_the_cap_and_writes_nothing(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2, stale=True)
+    path = tmp_path / "laws" / "big.yaml"
+    text = law_text(key=OLD)
+    path.write_text(text + "#" * (lawbytes.MAX_BYTES - len(text) - 200) + "\n")
+    assert runner.invoke(app, ["check"]).stdout.count("stale") == 3
+    before = {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()}
+    one_line_exit_2(runner.invoke(app, ["rekey", "--why", "x" * 400]),
+                    "laws/big.yaml", "over the 1 MiB", "nothing was written")
+    assert {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()} == before
