@@ -31,3 +31,21 @@ def test_rekey_refuses_to_write_a_file_over_the_cap_and_writes_nothing(tmp_path:
     one_line_exit_2(runner.invoke(app, ["rekey", "--why", "x" * 400]),
                     "laws/big.yaml", "over the 1 MiB", "nothing was written")
     assert {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()} == before
+
+
+def test_a_fifo_at_the_cache_path_cannot_hang_check(tmp_path: Path) -> None:
+    import os
+
+    from reliability import run_bounded
+
+    from lawkit.keying.checkcache import CheckCache
+
+    ws = make_workspace(tmp_path, 3)
+    path = CheckCache(ws.laws, folder=tmp_path / "cache").path
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    outcome = run_bounded(["check"], cwd=tmp_path, timeout=20,
+                          env={"LAWKIT_CACHE_DIR": str(tmp_path / "cache")})
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.stdout == "3 law files name atom=8927e824\n"
+    assert outcome.seconds < 10

@@ -39,6 +39,14 @@ LawsOption = Annotated[
     typer.Option("--laws", help="The folder of law files (overrides [tool.lawkit] laws).",
                  show_default=False),
 ]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option("--cache/--no-cache", help="Use (or not) the cache of what earlier runs learnt "
+                 "from unchanged law files (kept outside the repository, under "
+                 "$LAWKIT_CACHE_DIR or ~/.cache/lawkit); default: use it, except where the "
+                 "environment says CI, since a cache restored from elsewhere is not the "
+                 "checkout's own.", show_default=False),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")
 ]

@@ -224,7 +224,7 @@ def rekey(
         if cache is not None:
             for p in prepared:
                 cache.put(cache.entry(p.shown, key, p.new), p.after)
-            cache.save()
+            cache.save(files=None if paths else len(files))
     return report
 
 
