@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from .git import (
         TreeEntry,
+        blob_sizes,
         git_toplevel,
         ls_tree,
         manifest_at_rev,
@@ -64,6 +65,7 @@ __all__ = [
     "Manifest",
     "ManifestDiff",
     "TreeEntry",
+    "blob_sizes",
     "diff_manifests",
     "git_toplevel",
     "host_key_of",
@@ -370,6 +372,7 @@ def _read_file(path: bytes) -> bytes:
 _GIT_NAMES = frozenset(
     {
         "TreeEntry",
+        "blob_sizes",
         "git_toplevel",
         "ls_tree",
         "manifest_at_rev",

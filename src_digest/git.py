@@ -74,6 +74,29 @@ def ls_tree(
     return entries
 
 
+def blob_sizes(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, int]:
+    """The size in bytes of each blob, by the id asked for, from one ``git cat-file
+    --batch-check`` (nothing is read): to refuse a blob too big before reading it."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = _git(
+        repo_dir,
+        ["cat-file", "--batch-check", "--buffer"],
+        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
+        stdin=("\n".join(wanted) + "\n").encode("ascii"),
+    )
+    sizes: dict[str, int] = {}
+    lines = out.split(b"\n")
+    for oid, line in zip(wanted, lines, strict=False):
+        header = line.split(b" ")
+        if len(header) != 3 or header[1] != b"blob":
+            got = line.decode("ascii", "replace") or "no answer"
+            raise GitObjectsError(f"git cat-file cannot size blob {oid}: {got}")
+        sizes[oid] = int(header[2])
+    return sizes
+
+
 def read_blobs(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, bytes]:
     """The raw bytes of each blob, by the id asked for, from one ``git cat-file --batch``."""
     wanted = list(dict.fromkeys(oids))

@@ -49,3 +49,36 @@ def test_a_fifo_at_the_cache_path_cannot_hang_check(tmp_path: Path) -> None:
     assert outcome.code == 0, outcome.stderr
     assert outcome.stdout == "3 law files name atom=8927e824\n"
     assert outcome.seconds < 10
+
+
+HUGE_BLOB = 300 << 20  # streamed into git (bigFileThreshold) from a sparse file: no 300 MB in RAM
+
+
+def test_review_refuses_a_huge_law_blob_by_its_size_without_reading_it(tmp_path: Path) -> None:
+    import subprocess
+
+    from reliability import run_bounded
+
+    make_workspace(tmp_path, 2)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "core.bigFileThreshold=1m", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    sparse = tmp_path / "sparse"
+    with sparse.open("wb") as f:
+        f.truncate(HUGE_BLOB)
+    oid = git("hash-object", "-w", str(sparse))
+    sparse.unlink()
+    git("update-index", "--add", "--cacheinfo", f"100644,{oid},laws/huge.yaml")
+    git("commit", "-qm", "a huge law file")
+    outcome = run_bounded(["review", "--base", "HEAD~1"], cwd=tmp_path, timeout=30,
+                          memory_mb=1024)
+    assert outcome.code == 1, outcome.stderr
+    assert "laws/huge.yaml" in outcome.stdout
+    assert "larger than 1 MiB" in outcome.stdout, outcome.stdout
+    assert outcome.seconds < 2.0, outcome.seconds
+    assert outcome.max_rss_mb < 150, outcome.max_rss_mb

@@ -143,6 +143,14 @@ def read_blobs(top: str, oids: Iterable[str]) -> dict[str, bytes]:
         raise GitError(str(exc)) from None
 
 
+def blob_sizes(top: str, oids: Iterable[str]) -> dict[str, int]:
+    """The size of each blob, read from `git cat-file --batch-check` (no blob is read)."""
+    try:
+        return src_digest.blob_sizes(top, list(dict.fromkeys(oids)))
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None
+
+
 def below(folder: str, path: str) -> bool:
     """Whether repository path `path` lies below folder `folder` ("" is the top level)."""
     return not folder or path.startswith(folder + "/")

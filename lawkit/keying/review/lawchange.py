@@ -32,7 +32,7 @@ from lawkit.keying.review.textchange import (
     only_key_and_entries,
     rekey_shape,
 )
-from lawkit.lawfiles import lawfile
+from lawkit.lawfiles import lawbytes, lawfile
 
 _SYMLINK = "120000"
 _NOT_BLOBS = ("160000", "040000")
@@ -133,13 +133,19 @@ def blob_needed(entry: src_digest.TreeEntry) -> bool:
 
 
 def load(entry: src_digest.TreeEntry | None, blobs: dict[str, bytes], shown: str,
-         key: str) -> Loaded | None:
-    """The law file of a tree entry, read from its blob (None when there is no entry)."""
+         key: str, too_big: dict[str, int] | None = None) -> Loaded | None:
+    """The law file of a tree entry, read from its blob (None when there is no entry); a blob
+    in `too_big` (over the law-file cap, left unread) is refused as check refuses the file."""
     if entry is None:
         return None
     if entry.mode == _SYMLINK:
         return Loaded(None, shown, key, LawFileError(
             "not a regular file (a symlink): law files are plain files", path=shown))
+    if too_big and entry.oid in too_big:
+        try:
+            lawbytes.check_size(too_big[entry.oid], shown)
+        except LawFileError as exc:
+            return Loaded(None, shown, key, exc)
     return Loaded(blobs[entry.oid], shown, key)
 
 
