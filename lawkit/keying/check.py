@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lawkit.config import Workspace
 from lawkit.errors import ConfigError, LawFileError
 from lawkit.fsio import TEMP_PREFIX
+from lawkit.keying.annotations import annotation
 from lawkit.keying.digest import current_digest
 from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
@@ -48,10 +49,8 @@ class Problem:
 
     def github(self) -> str:
         """A GitHub workflow `::error` annotation."""
-        props = f"file={_escape_property(self.path)}"
-        if self.line is not None:
-            props += f",line={self.line}"
-        return f"::error {props}::{_escape_data(f'{self.kind}: {self.message}')}"
+        return annotation("error", f"{self.kind}: {self.message}", file=self.path,
+                          line=self.line)
 
 
 @dataclass(frozen=True)
@@ -291,10 +290,3 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
         break
     return problems
 
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
