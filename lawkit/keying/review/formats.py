@@ -71,7 +71,7 @@ def as_markdown(report: ReviewReport) -> str:
     out = [f"{mark} **lawkit review: {_verdict(report)}**", "",
            f"base {_code(report.base.rev)} ({_code(report.base.short)}, {_md(key)} "
            f"{_code(report.base.digest or 'none')}) → head {_code(report.head.rev)} "
-           f"({_code(report.head.short)}, {_md(key)} {_code(report.head.digest or "none")})", ""]
+           f"({_code(report.head.short)}, {_md(key)} {_code(report.head.digest or 'none')})", ""]
     if report.files:
         # Every file with a finding gets a row; verified ones up to a cap, so that a change
         # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
