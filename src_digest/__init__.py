@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         manifest_at_rev,
         manifest_from_blobs,
         read_blobs,
+        run_git,
         select_tree,
     )
 
@@ -75,6 +76,7 @@ __all__ = [
     "manifest_of",
     "normalize_packages",
     "read_blobs",
+    "run_git",
     "select_tree",
 ]
 
@@ -378,6 +380,7 @@ _GIT_NAMES = frozenset(
         "manifest_at_rev",
         "manifest_from_blobs",
         "read_blobs",
+        "run_git",
         "select_tree",
     }
 )

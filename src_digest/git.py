@@ -221,14 +221,14 @@ def _check_rev(rev: str) -> None:
         raise GitObjectsError(f"not a revision: {rev!r}")
 
 
-def _git(
+def run_git(
     cwd: str | os.PathLike[str] | bytes,
-    args: list[str | bytes],
+    args: Sequence[str | bytes],
     *,
-    failure: str,
     stdin: bytes | None = None,
-) -> bytes:
-    """Run ``git -C cwd ARGS`` and return its stdout; a failure says ``failure`` and git's why."""
+) -> tuple[int, bytes, bytes]:
+    """Run ``git -C cwd ARGS``: its exit status, stdout and stderr (the one git runner of
+    src_digest and of lawkit's review). GitObjectsError when git is not installed."""
     try:
         proc = subprocess.run(
             ["git", "-C", os.fsencode(cwd), *args],
@@ -239,8 +239,20 @@ def _git(
         )
     except FileNotFoundError:
         raise GitObjectsError("git is not installed (no `git` on PATH)") from None
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {proc.returncode}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _git(
+    cwd: str | os.PathLike[str] | bytes,
+    args: list[str | bytes],
+    *,
+    failure: str,
+    stdin: bytes | None = None,
+) -> bytes:
+    """Run ``git -C cwd ARGS`` and return its stdout; a failure says ``failure`` and git's why."""
+    code, out, err = run_git(cwd, args, stdin=stdin)
+    if code != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {code}"
         raise GitObjectsError(f"{failure}: {why}")
-    return proc.stdout
+    return out

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -163,8 +162,6 @@ def repo_path(*parts: str) -> str:
 
 def _git(top: str, args: list[str]) -> tuple[int, bytes, bytes]:
     try:
-        proc = subprocess.run(["git", "-C", top, *args], stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
-    except FileNotFoundError:
-        raise GitError("git is not installed (no `git` on PATH)") from None
-    return proc.returncode, proc.stdout, proc.stderr
+        return src_digest.run_git(top, args)
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None
