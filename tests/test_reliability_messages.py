@@ -54,3 +54,17 @@ def test_a_csv_with_two_columns_of_one_name_is_refused_naming_it(tmp_path: Path)
     capture.write_text("bs,host_s,bs\n" + "".join(f"{i},{0.001 * i},{99 - i}\n"
                                                    for i in range(1, 40)))
     one_line_exit_2(_fit(tmp_path, capture), "c.csv", "two columns are named 'bs'")
+
+
+@pytest.mark.parametrize("rev", ["", "  "])
+def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Path,
+                                                                   rev: str) -> None:
+    from lawfiles import make_engine
+    from reliability import one_line_exit_2
+    from typer.testing import CliRunner
+
+    from lawkit.cli import app
+
+    make_engine(tmp_path)
+    one_line_exit_2(CliRunner().invoke(app, ["digest", "--rev", rev]),
+                    "an empty revision names nothing")

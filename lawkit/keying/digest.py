@@ -78,7 +78,10 @@ def current_digest(ws: Workspace) -> str:
 def digest_report(ws: Workspace, *, rev: str | None = None, explain: bool = False) -> DigestReport:
     """The digest at `rev` (or of the work tree), with the HEAD comparison when asked."""
     config = ws.digest
-    manifest = rev_manifest(config, rev) if rev else work_tree_manifest(config)
+    if rev is not None and not rev.strip():
+        raise GitError("--rev: an empty revision names nothing: give a commit, branch or tag "
+                       "(HEAD for the last commit), or leave --rev out for the work tree")
+    manifest = rev_manifest(config, rev) if rev is not None else work_tree_manifest(config)
     versus_head = None
     if explain:
         head = rev_manifest(config, "HEAD")
