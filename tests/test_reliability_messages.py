@@ -68,3 +68,19 @@ def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Pat
     make_engine(tmp_path)
     one_line_exit_2(CliRunner().invoke(app, ["digest", "--rev", rev]),
                     "an empty revision names nothing")
+
+
+def test_digest_explain_outside_git_prints_the_digest_then_why_it_cannot_explain(
+        tmp_path: Path) -> None:
+    from lawfiles import make_engine
+    from typer.testing import CliRunner
+
+    from lawkit.cli import app
+
+    make_engine(tmp_path)
+    result = CliRunner().invoke(app, ["digest", "--explain"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "8927e824\n"
+    assert result.stderr.startswith("lawkit: error: --explain compares the work tree with")
+    assert "not inside a git work tree" in result.stderr
+    assert "run --explain in a git checkout" in result.stderr
