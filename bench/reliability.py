@@ -55,8 +55,9 @@ _ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
 
 
 def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb: int = 1024,
-                stdin: bytes = b"") -> Outcome:
-    """Run lawkit with `args`; kill it past `timeout` seconds (the test fails: a hang)."""
+                stdin: bytes = b"", env: dict[str, str] | None = None) -> Outcome:
+    """Run lawkit with `args` (and `env` added to the environment); kill it past `timeout`
+    seconds (the test fails: a hang)."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
@@ -64,7 +65,7 @@ def run_bounded(args: list[str], *, cwd: Path, timeout: float = 30.0, memory_mb:
     start = time.monotonic()
     proc = subprocess.Popen([*LAWKIT, *args], cwd=cwd, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit,
-                            env={**os.environ, **_ONE_THREAD})
+                            env={**os.environ, **_ONE_THREAD, **(env or {})})
     streams: dict[str, bytes] = {}
     readers = [threading.Thread(target=_drain, args=(stream, name, streams))
                for name, stream in (("out", proc.stdout), ("err", proc.stderr))]

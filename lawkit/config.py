@@ -98,6 +98,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid TOML: not UTF-8 (byte {exc.start}): TOML files are UTF-8",
+                          path=str(path)) from None
+    except RecursionError:
+        raise ConfigError("not valid TOML: nested too deep for a config file",
+                          path=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
 
@@ -150,9 +156,12 @@ def _reject_unknown(section: dict[str, Any], known: set[str], prefix: str, path:
 def _get(section: dict[str, Any], name: str, kind: type, default: Any, prefix: str,
          path: Path) -> Any:
     value = section.get(name, default)
+    where = f"{prefix}.{name}" if prefix else name
     if not isinstance(value, kind) or isinstance(value, bool):
-        where = f"{prefix}.{name}" if prefix else name
         raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}", path=str(path))
+    if isinstance(value, str) and "\0" in value:
+        raise ConfigError(f"{where}: a NUL character cannot be in a path or name, got "
+                          f"{value!r}", path=str(path))
     return value
 
 
@@ -162,4 +171,7 @@ def _get_list(section: dict[str, Any], name: str, default: tuple[str, ...], pref
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{prefix}.{name}: expected a list of non-empty strings, got {value!r}",
                           path=str(path))
+    if any("\0" in v for v in value):
+        raise ConfigError(f"{prefix}.{name}: a NUL character cannot be in a path or pattern, "
+                          f"got {value!r}", path=str(path))
     return tuple(value)

@@ -8,7 +8,8 @@
     ├── RefusalError     a write was refused: nothing on disk changed
     └── GitError         git is missing, too old, or a revision does not resolve
 
-A bug is never a LawkitError: it surfaces as a traceback.
+A bug is never a LawkitError: the CLI prints `lawkit: internal error`, the traceback and where
+to report it, and exits 3 (never 1, the code for "found a problem").
 
 A message is one line whatever it quotes: a file, column or law name may hold line breaks,
 other control characters, invisible format characters (a right-to-left override) or undecodable

@@ -16,7 +16,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from lawkit.errors import RefusalError
@@ -76,13 +76,25 @@ def remove_stray_temps(folder: Path) -> list[Path]:
 
 
 def replace_files(writes: Sequence[tuple[Path, bytes]], *, shown: dict[Path, str] | None = None,
-                  ) -> None:
+                  read: Mapping[Path, bytes | None] | None = None) -> None:
     """Write every (path, bytes): all temps written and fsynced first, then each renamed.
 
     A failure while preparing removes every temp and raises RefusalError: nothing replaced.
+    `read` holds the bytes each file had when the caller read it (None: it did not exist):
+    just before the first rename every file is confirmed to still hold them, so that an edit
+    saved meanwhile (an editor, a `git checkout`) is refused, never silently replaced, as git
+    refuses a racy index.
     """
     names = shown or {}
     temps = _prepare_all(writes, names)
+    if read is not None:
+        try:
+            _confirm_unchanged(read, names)
+        except BaseException:
+            for temp, _ in temps:
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+            raise
     folders = set()
     for temp, path in temps:
         try:
@@ -132,6 +144,41 @@ def _prepare_all(writes: Sequence[tuple[Path, bytes]], names: dict[Path, str],
                 temp.unlink()
         raise
     return temps
+
+
+def _confirm_unchanged(read: Mapping[Path, bytes | None], names: dict[Path, str]) -> None:
+    changed = []
+    for path, old in read.items():
+        if _current_bytes(path, len(old) + 1 if old is not None else 0) != old:
+            changed.append(names.get(path, str(path)))
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise RefusalError(f"changed while lawkit was working on it{more}: an edit saved "
+                           "meanwhile would be lost; nothing was written: run again",
+                           path=changed[0])
+
+
+def _current_bytes(path: Path, most: int) -> bytes | None:
+    """Up to `most` bytes of `path` now (None: no such file); never following a symlink nor
+    waiting on a FIFO. Anything unreadable comes back as a value no read file has."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b"\0unreadable"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"\0not a regular file"
+        parts, size = [], 0
+        while size < most and (part := os.read(fd, most - size)):
+            parts.append(part)
+            size += len(part)
+        return b"".join(parts)
+    except OSError:
+        return b"\0unreadable"
+    finally:
+        os.close(fd)
 
 
 _PARALLEL_FROM = 8

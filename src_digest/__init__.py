@@ -48,11 +48,13 @@ if TYPE_CHECKING:
 
     from .git import (
         TreeEntry,
+        blob_sizes,
         git_toplevel,
         ls_tree,
         manifest_at_rev,
         manifest_from_blobs,
         read_blobs,
+        run_git,
         select_tree,
     )
 
@@ -64,6 +66,7 @@ __all__ = [
     "Manifest",
     "ManifestDiff",
     "TreeEntry",
+    "blob_sizes",
     "diff_manifests",
     "git_toplevel",
     "host_key_of",
@@ -73,6 +76,7 @@ __all__ = [
     "manifest_of",
     "normalize_packages",
     "read_blobs",
+    "run_git",
     "select_tree",
 ]
 
@@ -370,11 +374,13 @@ def _read_file(path: bytes) -> bytes:
 _GIT_NAMES = frozenset(
     {
         "TreeEntry",
+        "blob_sizes",
         "git_toplevel",
         "ls_tree",
         "manifest_at_rev",
         "manifest_from_blobs",
         "read_blobs",
+        "run_git",
         "select_tree",
     }
 )

@@ -74,6 +74,29 @@ def ls_tree(
     return entries
 
 
+def blob_sizes(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, int]:
+    """The size in bytes of each blob, by the id asked for, from one ``git cat-file
+    --batch-check`` (nothing is read): to refuse a blob too big before reading it."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = _git(
+        repo_dir,
+        ["cat-file", "--batch-check", "--buffer"],
+        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
+        stdin=("\n".join(wanted) + "\n").encode("ascii"),
+    )
+    sizes: dict[str, int] = {}
+    lines = out.split(b"\n")
+    for oid, line in zip(wanted, lines, strict=False):
+        header = line.split(b" ")
+        if len(header) != 3 or header[1] != b"blob":
+            got = line.decode("ascii", "replace") or "no answer"
+            raise GitObjectsError(f"git cat-file cannot size blob {oid}: {got}")
+        sizes[oid] = int(header[2])
+    return sizes
+
+
 def read_blobs(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, bytes]:
     """The raw bytes of each blob, by the id asked for, from one ``git cat-file --batch``."""
     wanted = list(dict.fromkeys(oids))
@@ -198,14 +221,14 @@ def _check_rev(rev: str) -> None:
         raise GitObjectsError(f"not a revision: {rev!r}")
 
 
-def _git(
+def run_git(
     cwd: str | os.PathLike[str] | bytes,
-    args: list[str | bytes],
+    args: Sequence[str | bytes],
     *,
-    failure: str,
     stdin: bytes | None = None,
-) -> bytes:
-    """Run ``git -C cwd ARGS`` and return its stdout; a failure says ``failure`` and git's why."""
+) -> tuple[int, bytes, bytes]:
+    """Run ``git -C cwd ARGS``: its exit status, stdout and stderr (the one git runner of
+    src_digest and of lawkit's review). GitObjectsError when git is not installed."""
     try:
         proc = subprocess.run(
             ["git", "-C", os.fsencode(cwd), *args],
@@ -216,8 +239,20 @@ def _git(
         )
     except FileNotFoundError:
         raise GitObjectsError("git is not installed (no `git` on PATH)") from None
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {proc.returncode}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _git(
+    cwd: str | os.PathLike[str] | bytes,
+    args: list[str | bytes],
+    *,
+    failure: str,
+    stdin: bytes | None = None,
+) -> bytes:
+    """Run ``git -C cwd ARGS`` and return its stdout; a failure says ``failure`` and git's why."""
+    code, out, err = run_git(cwd, args, stdin=stdin)
+    if code != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {code}"
         raise GitObjectsError(f"{failure}: {why}")
-    return proc.stdout
+    return out

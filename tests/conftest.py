@@ -15,6 +15,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)  # check's cache goes under this HOME
     monkeypatch.delenv("LAWKIT_CACHE_DIR", raising=False)
+    monkeypatch.delenv("CI", raising=False)  # where CI is set, check leaves its cache alone
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "lawkit tests")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@lawkit.invalid")

@@ -218,11 +218,13 @@ def test_check_laws_option_points_at_another_folder(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_check_passes_on_an_empty_laws_folder(tmp_path: Path) -> None:
+def test_check_refuses_an_empty_laws_folder_instead_of_passing(tmp_path: Path) -> None:
     make_workspace(tmp_path, 0)
+    (tmp_path / "laws" / "notes.txt").write_text("not a law file\n")
     result = runner.invoke(app, ["check"])
-    assert result.exit_code == 0, result.output
-    assert result.stdout == "no law files found; the engine is at atom=8927e824\n"
+    assert result.exit_code == 2, result.output
+    assert "no law files in the laws folder laws" in result.stderr
+    assert "an empty laws folder is an error, not a pass" in result.stderr
 
 
 def test_check_report_lists_problems_in_path_order_from_the_library(tmp_path: Path) -> None:

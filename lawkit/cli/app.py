@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,13 +39,46 @@ LawsOption = Annotated[
     typer.Option("--laws", help="The folder of law files (overrides [tool.lawkit] laws).",
                  show_default=False),
 ]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option("--cache/--no-cache", help="Use (or not) the cache of what earlier runs learnt "
+                 "from unchanged law files (kept outside the repository, under "
+                 "$LAWKIT_CACHE_DIR or ~/.cache/lawkit); default: use it, except where the "
+                 "environment says CI, since a cache restored from elsewhere is not the "
+                 "checkout's own.", show_default=False),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")
 ]
 
 
+INTERNAL_ERROR = 3
+"""The exit code of a bug: never 1, so that a CI gate cannot take a crash for a finding."""
+REPORT_TO = ("please report it to the lawkit maintainers (the issue tracker of the repository "
+             "your lawkit comes from) with the command you ran and the traceback above")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from lawkit import __version__
+
+        typer.echo(f"lawkit {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print lawkit's version and exit.", callback=_version,
+        is_eager=True)] = False,
+) -> None:
+    """Fit, key, check and review the host laws of an inference-engine simulator."""
+
+
 def run(command: Callable[[], int]) -> None:
-    """Run a command body: its return value is the exit code; a LawkitError prints and exits 2."""
+    """Run a command body: its return value is the exit code. A LawkitError prints one line
+    and exits 2; output that cannot be written is one line and exit 2 too; any other exception
+    is a bug: `lawkit: internal error`, the traceback and where to report it, exit 3."""
     try:
         code = command()
     except LawkitError as exc:
@@ -51,7 +87,48 @@ def run(command: Callable[[], int]) -> None:
     except KeyboardInterrupt:
         typer.echo("lawkit: interrupted", err=True)
         raise typer.Exit(130) from None
+    except OSError as exc:
+        if not _is_output_error(exc):
+            _internal_error()
+        _drop_stdout()
+        typer.echo(f"lawkit: error: cannot write the output: {exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None
+    except Exception:
+        _internal_error()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        _drop_stdout()
+        typer.echo(f"lawkit: error: cannot write the output: {exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None
     raise typer.Exit(code)
+
+
+def _is_output_error(exc: OSError) -> bool:
+    """Whether `exc` came from writing stdout (a full disk, a closed pipe), not from the work."""
+    if isinstance(exc, BrokenPipeError) or exc.errno in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT):
+        tb = exc.__traceback__
+        frames = traceback.extract_tb(tb) if tb is not None else []
+        return any(f.name in ("echo", "print_json") for f in frames[-2:])
+    return False
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _internal_error() -> None:
+    """Print a bug's traceback and where to report it, and exit 3."""
+    sys.stderr.write("lawkit: internal error (a bug in lawkit, not in your input)\n")
+    traceback.print_exc(file=sys.stderr)
+    sys.stderr.write(f"lawkit: internal error: {REPORT_TO}\n")
+    raise typer.Exit(INTERNAL_ERROR) from None
 
 
 def print_json(document: Any) -> None:

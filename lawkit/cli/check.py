@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, LawsOption, app, run
+from lawkit.cli.app import CacheOption, ConfigOption, EngineOption, LawsOption, app, run
 
 
 class Format(enum.StrEnum):
@@ -26,10 +26,7 @@ def check(
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
-    no_cache: Annotated[bool, typer.Option(
-        "--no-cache", help="Parse every law file, and neither read nor write the cache of what "
-        "earlier runs learnt from unchanged files (kept outside the repository, under "
-        "$LAWKIT_CACHE_DIR or ~/.cache/lawkit).")] = False,
+    cache: CacheOption = None,
 ) -> None:
     """Check that every law file is valid, explained by its provenance, and on the current digest.
 
@@ -39,13 +36,13 @@ def check(
     def body() -> int:
         from lawkit.config import load_workspace
         from lawkit.keying.check import check_workspace
-        from lawkit.keying.checkcache import CheckCache
+        from lawkit.keying.checkcache import CheckCache, cache_wanted
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
-        cache = None if no_cache else CheckCache(ws.laws)
-        report = check_workspace(ws, cache=cache)
-        if cache is not None:
-            cache.save()
+        facts = CheckCache(ws.laws) if cache_wanted(cache) else None
+        report = check_workspace(ws, cache=facts)
+        if facts is not None:
+            facts.save(files=len(report.files))
         if format is Format.json:
             typer.echo(report.json_text())
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -27,14 +28,14 @@ def digest(
 
     def body() -> int:
         from lawkit.config import load_workspace
-        from lawkit.errors import printable
+        from lawkit.errors import one_line, printable
         from lawkit.keying import digest as lib
 
         ws = load_workspace(config=config, engine=engine)
         report = lib.digest_report(ws, rev=rev, explain=explain)
         if json:
             print_json(report.to_json(manifest=manifest))
-            return 0
+            return 0 if report.cannot_explain is None else 2
         typer.echo(report.digest)
         # printable: an engine file name may hold a line break or undecodable bytes
         if manifest:
@@ -43,6 +44,10 @@ def digest(
         if explain:
             for line in report.explanation_lines():
                 typer.echo(printable(line))
+        if report.cannot_explain is not None:
+            sys.stdout.flush()
+            typer.echo(f"lawkit: error: {one_line(report.cannot_explain)}", err=True)
+            return 2
         return 0
 
     run(body)

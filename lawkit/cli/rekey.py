@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, LawsOption, app, print_json, run
+from lawkit.cli.app import (
+    CacheOption,
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    LawsOption,
+    app,
+    print_json,
+    run,
+)
 
 
 @app.command()
@@ -34,6 +43,7 @@ def rekey(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the unified diff and write nothing.")] = False,
     json: JsonOption = False,
+    cache: CacheOption = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
@@ -46,11 +56,12 @@ def rekey(
     def body() -> int:
         from lawkit.config import load_workspace
         from lawkit.keying import rekey as lib
-        from lawkit.keying.checkcache import CheckCache
+        from lawkit.keying.checkcache import CheckCache, cache_wanted
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,
-                           dry_run=dry_run, paths=paths or None, cache=CheckCache(ws.laws))
+                           dry_run=dry_run, paths=paths or None,
+                           cache=CheckCache(ws.laws) if cache_wanted(cache) else None)
         if json:
             print_json(report.to_json())
         elif dry_run:

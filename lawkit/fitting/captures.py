@@ -422,6 +422,12 @@ class _Reader:
 
     def check_columns(self, names: Sequence[str]) -> None:
         present = set(names)
+        if len(present) < len(names):
+            # Two columns of one name: which one a reader picks is arbitrary (issue 14 item 13).
+            for column in self.spec.names():
+                if names.count(column) > 1:
+                    raise self.fail(f"two columns are named {column!r}: rename one, so that "
+                                    "lawkit reads the one you mean")
         for column in self.spec.names():
             if column not in present and column != self.spec.digest:
                 listing = ", ".join(n if n else '""' for n in names[:30])
@@ -444,6 +450,7 @@ class _Reader:
             elif column == self.spec.digest:
                 self._digest_column(chunk, column, array)
             else:
+                _check_scalar(array.type, column, self)
                 chunk.columns[column] = _label_values(array)
         if self.metadata_digest is not None and self.has_digest_column:
             values = chunk.columns[self.spec.digest or ""]
@@ -728,6 +735,18 @@ class _Whole:
             raise CaptureError(f"read {self.at} rows where the metadata says {self.total}",
                                path=self.first.capture.shown)
         return self.first
+
+
+def _check_scalar(kind: Any, column: str, reader: _Reader) -> None:
+    """A --by or --where column holds scalars: a list, struct or map column cannot be grouped
+    or compared (pyarrow would fail with a traceback, or group by object identity)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_nested(kind):
+        raise reader.fail(f"column {column} holds {kind} values: a --by or --where column "
+                          "holds text or numbers, one a row")
 
 
 def _label_values(array: Any) -> Any:

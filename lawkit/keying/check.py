@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lawkit.config import Workspace
 from lawkit.errors import ConfigError, LawFileError
 from lawkit.fsio import TEMP_PREFIX
+from lawkit.keying.annotations import annotation
 from lawkit.keying.digest import current_digest
 from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from lawkit.keying.checkcache import CheckCache
     from lawkit.lawfiles.lawfile import LawFile
 
+SYMLINKED_FOLDER = ("a symlinked folder: lawkit never follows a symlink below the laws folder "
+                    "(its law files would be checked and rekeyed outside it); move the files "
+                    "into the laws folder, or point --laws at the folder itself")
 REKEY_FIX = 'lawkit rekey --why "..."'
 ADOPT_FIX = 'lawkit rekey --adopt --why "..."'
 
@@ -45,10 +49,8 @@ class Problem:
 
     def github(self) -> str:
         """A GitHub workflow `::error` annotation."""
-        props = f"file={_escape_property(self.path)}"
-        if self.line is not None:
-            props += f",line={self.line}"
-        return f"::error {props}::{_escape_data(f'{self.kind}: {self.message}')}"
+        return annotation("error", f"{self.kind}: {self.message}", file=self.path,
+                          line=self.line)
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,8 @@ def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | No
     try:
         raw = read_bytes(path, shown)
     except LawFileError as exc:
-        return exc, "", None
+        linked = os.path.islink(path) and os.path.isdir(path)
+        return (LawFileError(SYMLINKED_FOLDER, path=shown) if linked else exc), "", None
     if cache is None:
         return raw, "", None
     entry = cache.entry(shown, key, raw)
@@ -213,24 +216,45 @@ def _invalid(exc: LawFileError, shown: str) -> FileFacts:
                      problems=(Problem(exc.path or shown, exc.line, "invalid", exc.detail),))
 
 
+def is_law_file_name(name: str) -> bool:
+    """Whether a file name is a law file's: `*.yaml` or `*.yml` in any case (DESIGN.md §6),
+    never a temp file of an interrupted write."""
+    return name.lower().endswith((".yaml", ".yml")) and not name.startswith(TEMP_PREFIX)
+
+
 def law_paths(folder: Path, ws: Workspace | None = None) -> list[Path]:
-    """Every `*.yaml` below `folder`, recursively, in path order (temp files left out)."""
+    """Every law file below `folder`, recursively, in path order (see `law_files`)."""
     return [Path(path) for path in law_files(folder, ws)]
 
 
-def law_files(folder: Path, ws: Workspace | None = None) -> list[str]:
-    """`law_paths` as strings (a `Path` costs about 10 us to make: 0.1 s at 10,000 files)."""
+def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = False,
+              ) -> list[str]:
+    """Every law file (`is_law_file_name`) below `folder`, recursively, in path order, as
+    strings (a `Path` costs about 10 us to make: 0.1 s at 10,000 files).
+
+    A symlinked folder below `folder` is never walked (its files would be checked from outside
+    the laws folder, or twice) nor skipped in silence: it is listed like a file, and reading it
+    refuses it (`read_law_file`). A folder without law files is a ConfigError unless `empty_ok`.
+    """
+    shown = ws.rel(folder) if ws else str(folder)
     if not folder.is_dir():
-        shown = ws.rel(folder) if ws else str(folder)
         raise ConfigError(f"the laws folder {shown} does not exist: create it, or point "
                           "[tool.lawkit] laws (or --laws) at the folder of law files")
     found: list[tuple[tuple[str, ...], str]] = []  # (parts below the folder, path)
-    for dirpath, _dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in os.walk(folder):
         below = os.path.relpath(dirpath, folder)
         parts = () if below == "." else tuple(below.split(os.sep))
-        for name in filenames:
-            if name.endswith(".yaml") and not name.startswith(TEMP_PREFIX):
+        for name in dirnames:
+            if os.path.islink(os.path.join(dirpath, name)):
                 found.append(((*parts, name), os.path.join(dirpath, name)))
+        for name in filenames:
+            if is_law_file_name(name):
+                found.append(((*parts, name), os.path.join(dirpath, name)))
+    if not found and not empty_ok:
+        raise ConfigError(f"no law files in the laws folder {shown} (every *.yaml and *.yml "
+                          "below it is one): an empty laws folder is an error, not a pass; "
+                          "write one with lawkit fit --out, or point [tool.lawkit] laws (or "
+                          "--laws) at the folder of law files")
     return [path for _parts, path in sorted(found)]
 
 
@@ -266,10 +290,3 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
         break
     return problems
 
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -9,15 +9,22 @@ PyYAML nor pydantic. So a 1,000-file check falls from over a second to about a q
   an edited, renamed or re-keyed file is read afresh. What depends on the engine's digest (a
   stale key) is worked out on every run from the digest the entry says the file names.
 - Entries of files no longer there are kept for a while (switching branches back and forth
-  finds both sides), up to three times as many as there are law files, the oldest dropped.
+  finds both sides), up to three times as many as there are law files in the laws folder (as
+  the last run that saw the whole folder counted them: a `rekey PATH` of a few files keeps the
+  others' entries), the oldest dropped.
 - The whole cache is dropped when the code that makes the facts changes (lawkit's checking
   modules, the installed PyYAML, pydantic or Python).
 - It is JSON, never pickle (the file is data, not code), one file per laws folder under
   `$LAWKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/lawkit`, else `~/.cache/lawkit`, so nothing is
   ever written into the user's repository. It is written whole to a temp file then renamed,
   and only when something changed; a temp left by a check killed mid-save goes at a later save.
-- A cache that cannot be read or written is ignored: `check` never fails because of it.
-  `lawkit check --no-cache` neither reads nor writes it.
+- A cache that cannot be read or written is ignored: `check` never fails because of it. It is
+  opened without blocking and read only if it is a regular file, so a FIFO or a device in its
+  place cannot hang a pre-commit hook.
+- It is a speed-up for a developer's own machine, trusted as that machine's own files are.
+  Where the environment says `CI`, `check` and `rekey` neither read nor write it unless
+  `--cache` is given: a cache restored from elsewhere is not the checkout's own, and an entry
+  edited on disk would make `check` pass a stale law. `--no-cache` turns it off anywhere.
 - `rekey` reads it (a file whose facts show it valid and its provenance in order is edited by
   its node tree alone) and adds the facts of the files it writes: the key it set, on its line;
   no problem; the labels it verified unchanged.
@@ -30,6 +37,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -51,6 +59,18 @@ _CODE = ("keying/check.py", "keying/checkcache.py", "errors.py", "lawfiles/lawby
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
 
+MAX_BYTES = 256 << 20
+"""A cache file bigger than this is not read (a 10,000-file workspace's is about 10 MB)."""
+
+
+def cache_wanted(flag: bool | None) -> bool:
+    """Whether to use the cache: `--cache` (True) or `--no-cache` (False) as given; by default
+    yes, except where the environment says `CI` (a restored cache is not the checkout's own)."""
+    if flag is not None:
+        return flag
+    return os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no")
+
+
 def cache_folder() -> Path:
     """Where check caches live: $LAWKIT_CACHE_DIR, else $XDG_CACHE_HOME/lawkit, else
     ~/.cache/lawkit."""
@@ -68,7 +88,7 @@ class CheckCache:
         self.path = (folder or cache_folder()) / \
             f"check-{hashlib.sha256(where).hexdigest()[:20]}.json"
         self.code = _code_fingerprint()
-        self._run, self._stored = self._read()
+        self._run, self._stored, self._files = self._read()
         self._used: dict[str, dict[str, Any]] = {}
         self._added = False
 
@@ -99,20 +119,26 @@ class CheckCache:
         self._used[entry] = {**facts.to_dict(), "run": self._run}
         self._added = True
 
-    def save(self) -> None:
+    def save(self, *, files: int | None = None) -> None:
         """Write the cache when this run added to it: the entries it used, marked as seen in
-        this run, then the most recently seen others up to `KEEP_OTHERS` times as many."""
+        this run, then the most recently seen others, up to `KEEP_OTHERS` times as many as
+        there are law files in the folder: `files` when this run saw them all, else as the
+        last run that did counted them."""
         if not self._added:
             return
+        if files is not None:
+            self._files = files
+        folder_size = max(self._files, len(self._used))
         for entry in self._used.values():
             entry["run"] = self._run
         others = sorted(((entry["run"], name) for name, entry in self._stored.items()
                          if name not in self._used and isinstance(entry, dict)
                          and isinstance(entry.get("run"), int)), reverse=True)
         entries = dict(self._used)
-        for _run, name in others[:KEEP_OTHERS * len(self._used)]:
+        for _run, name in others[:KEEP_OTHERS * folder_size]:
             entries[name] = self._stored[name]
-        document = {"format": FORMAT, "code": self.code, "run": self._run, "entries": entries}
+        document = {"format": FORMAT, "code": self.code, "run": self._run,
+                    "files": folder_size, "entries": entries}
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _remove_abandoned_temps(self.path.parent)
@@ -127,18 +153,46 @@ class CheckCache:
                     os.unlink(temp)
                 raise
 
-    def _read(self) -> tuple[int, dict[str, dict[str, Any]]]:
-        """This run's number and the entries stored, or (1, {}) for a cache not usable."""
+    def _read(self) -> tuple[int, dict[str, dict[str, Any]], int]:
+        """This run's number, the entries stored and the law files the folder held, or
+        (1, {}, 0) for a cache not usable."""
+        unusable: tuple[int, dict[str, dict[str, Any]], int] = (1, {}, 0)
+        raw = _read_regular(self.path)
+        if raw is None:
+            return unusable
         try:
-            with open(self.path, encoding="utf-8") as stream:
-                document = json.load(stream)
-        except (OSError, ValueError, RecursionError):  # RecursionError: nesting too deep
-            return 1, {}
+            document = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: nesting too deep
+            return unusable
         if not isinstance(document, dict) or document.get("format") != FORMAT \
                 or document.get("code") != self.code or not isinstance(document.get("run"), int) \
                 or not isinstance(document.get("entries"), dict):
-            return 1, {}
-        return document["run"] + 1, document["entries"]
+            return unusable
+        files = document.get("files")
+        return (document["run"] + 1, document["entries"],
+                files if isinstance(files, int) and not isinstance(files, bool) else 0)
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file of at most `MAX_BYTES`, or None: opened without blocking, so
+    a FIFO or device at the path costs nothing (a FIFO with no writer would block `open`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        parts, size = [], 0
+        while size <= MAX_BYTES and (part := os.read(fd, MAX_BYTES + 1 - size)):
+            parts.append(part)
+            size += len(part)
+        return None if size > MAX_BYTES else b"".join(parts)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _remove_abandoned_temps(folder: Path) -> None:

@@ -20,6 +20,8 @@ class DigestReport:
     root: str
     rev: str | None
     versus_head: src_digest.ManifestDiff | None = None
+    cannot_explain: str | None = None
+    """Why `--explain` could not compare with HEAD (no git, no repository), or None."""
 
     def explanation_lines(self) -> list[str]:
         """One line per file that makes the work tree's digest differ from HEAD's."""
@@ -42,6 +44,8 @@ class DigestReport:
         if manifest:
             out["manifest"] = [{"sha256": e.hexdigest, "path": e.relpath_text}
                                for e in self.manifest.entries]
+        if self.cannot_explain is not None:
+            out["explain"] = {"error": self.cannot_explain}
         if self.versus_head is not None:
             out["explain"] = {"edited": list(self.versus_head.changed),
                               "untracked": list(self.versus_head.added),
@@ -78,11 +82,23 @@ def current_digest(ws: Workspace) -> str:
 def digest_report(ws: Workspace, *, rev: str | None = None, explain: bool = False) -> DigestReport:
     """The digest at `rev` (or of the work tree), with the HEAD comparison when asked."""
     config = ws.digest
-    manifest = rev_manifest(config, rev) if rev else work_tree_manifest(config)
-    versus_head = None
+    if rev is not None and not rev.strip():
+        raise GitError("--rev: an empty revision names nothing: give a commit, branch or tag "
+                       "(HEAD for the last commit), or leave --rev out for the work tree")
+    manifest = rev_manifest(config, rev) if rev is not None else work_tree_manifest(config)
+    versus_head = cannot_explain = None
     if explain:
-        head = rev_manifest(config, "HEAD")
-        tree = manifest if rev is None else work_tree_manifest(config)
-        versus_head = src_digest.diff_manifests(head, tree)
+        try:
+            head = rev_manifest(config, "HEAD")
+        except GitError as exc:
+            # The digest stands without git: say why the comparison cannot be made, and how.
+            cannot_explain = (f"--explain compares the work tree with the engine's files at "
+                              f"HEAD, read from git, and that failed: {exc}; the digest above "
+                              "is the work tree's: run --explain in a git checkout of the "
+                              "engine (with git installed) to list what differs")
+        else:
+            tree = manifest if rev is None else work_tree_manifest(config)
+            versus_head = src_digest.diff_manifests(head, tree)
     return DigestReport(key=config.key, digest=manifest.digest(config.length), manifest=manifest,
-                        root=ws.rel(config.root), rev=rev, versus_head=versus_head)
+                        root=ws.rel(config.root), rev=rev, versus_head=versus_head,
+                        cannot_explain=cannot_explain)

@@ -23,9 +23,16 @@ from typing import TYPE_CHECKING, Any
 from lawkit import fsio
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, RefusalError
-from lawkit.keying.check import FileFacts, identity_of, integrity_problems, law_paths, read_law_file
+from lawkit.keying.check import (
+    SYMLINKED_FOLDER,
+    FileFacts,
+    identity_of,
+    integrity_problems,
+    law_paths,
+    read_law_file,
+)
 from lawkit.keying.digest import current_digest
-from lawkit.lawfiles import lawfile, textedit, yamlsafe
+from lawkit.lawfiles import lawbytes, lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
 
@@ -212,11 +219,12 @@ def rekey(
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
         fsio.replace_files([(p.path, p.new) for p in prepared],
-                           shown={p.path: p.shown for p in prepared})
+                           shown={p.path: p.shown for p in prepared},
+                           read={p.path: p.old for p in prepared})
         if cache is not None:
             for p in prepared:
                 cache.put(cache.entry(p.shown, key, p.new), p.after)
-            cache.save()
+            cache.save(files=None if paths else len(files))
     return report
 
 
@@ -329,7 +337,13 @@ def _verified(raw: bytes, law_file: lawfile.LawFile | lawfile.LawText,
                            "the key and one provenance entry: edit it by hand, or report it "
                            "with this file", path=shown, line=law_file.line("host"))
     bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
-    return bom + new_text.encode("utf-8"), yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
+    new = bom + new_text.encode("utf-8")
+    if len(new) > lawbytes.MAX_BYTES:
+        raise RefusalError(f"the edited file would be {len(new):,} bytes, over the "
+                           f"{lawbytes.MAX_BYTES >> 20} MiB that check and fit accept for a law "
+                           "file: split its laws over several files (or give a shorter --why)",
+                           path=shown)
+    return new, yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
 
 
 def _diff(prepared: list[_Prepared]) -> str:
@@ -356,6 +370,12 @@ def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
         if path != laws and laws not in path.parents:
             raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
                               "workspace's law files (see [tool.lawkit] laws, or --laws)")
+        # A symlinked folder on the way would take the write outside the laws folder.
+        for folder in [p for p in path.parents if laws in p.parents] + \
+                ([path] if path != laws and path.is_dir() else []):
+            if folder.is_symlink():
+                raise RefusalError(f"{given}: {ws.rel(folder)} is {SYMLINKED_FOLDER}; nothing "
+                                   "was written")
         if path.is_dir():
             out.update(dict.fromkeys(law_paths(path, ws)))
         elif path.is_file() or path.is_symlink():

@@ -623,7 +623,11 @@ class _Parser:
 
     def number(self, text: str, at: int) -> int | float:
         if not re.fullmatch(r"[0-9]+", text):
-            return float(text)
+            number = float(text)
+            if not math.isfinite(number):
+                raise self.fail(f"the number {text} is too large for a float (it would be "
+                                f"{number}): write a finite number", at)
+            return number
         try:
             return int(text)
         except ValueError:  # past sys.get_int_max_str_digits()

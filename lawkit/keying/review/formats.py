@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
+from lawkit.keying.annotations import annotation
 from lawkit.keying.review.lawchange import FileReview, Finding
 from lawkit.keying.review.verify import CLASSES, ReviewReport
 
@@ -67,9 +69,9 @@ def as_markdown(report: ReviewReport) -> str:
     key = report.key
     mark = "❌" if report.findings else "✅"
     out = [f"{mark} **lawkit review: {_verdict(report)}**", "",
-           f"base `{_md(report.base.rev)}` (`{report.base.short}`, {key} "
-           f"`{report.base.digest or 'none'}`) → head `{_md(report.head.rev)}` "
-           f"(`{report.head.short}`, {key} `{report.head.digest}`)", ""]
+           f"base {_code(report.base.rev)} ({_code(report.base.short)}, {_md(key)} "
+           f"{_code(report.base.digest or 'none')}) → head {_code(report.head.rev)} "
+           f"({_code(report.head.short)}, {_md(key)} {_code(report.head.digest or 'none')})", ""]
     if report.files:
         # Every file with a finding gets a row; verified ones up to a cap, so that a change
         # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
@@ -80,7 +82,7 @@ def as_markdown(report: ReviewReport) -> str:
                 continue
             verdict = "✅ ok" if r.ok else "❌ " + "<br>".join(_md(_in_file(f))
                                                               for f in r.findings)
-            out.append(f"| `{_md(r.path)}` | {r.kind} | {_md_keys(r)} | {verdict} |")
+            out.append(f"| {_code(r.path)} | {r.kind} | {_md_keys(r)} | {verdict} |")
         left = Counter(r.kind for r in report.files if r.ok and id(r) not in shown_ok)
         if left:
             out.append(f"| … {sum(left.values())} more | "
@@ -95,7 +97,7 @@ def as_markdown(report: ReviewReport) -> str:
         out += [f"<details><summary>{len(engine)} hashed engine file{_s(len(engine))} changed "
                 "since base: what the re-keys vouch cannot move host time</summary>", ""]
         listed = engine.lines()
-        out += [f"- {how} `{_md(path)}`" for how, path in listed[:MARKDOWN_ENGINE_LINES]]
+        out += [f"- {how} {_code(path)}" for how, path in listed[:MARKDOWN_ENGINE_LINES]]
         if len(listed) > MARKDOWN_ENGINE_LINES:
             out.append(f"- … and {len(listed) - MARKDOWN_ENGINE_LINES} more (lawkit review "
                        "--format json lists them all)")
@@ -105,7 +107,7 @@ def as_markdown(report: ReviewReport) -> str:
     if report.merge is not None:
         m = report.merge
         out.append(f"{'❌' if m.findings else '✅'} {_md(_merge_line(report))}")
-        out += [f"- {how} `{_md(path)}`" for how, path in m.moved.lines()]
+        out += [f"- {how} {_code(path)}" for how, path in m.moved.lines()]
         out += [f"- {_md(f.message)}" for f in m.findings if f.kind == "merge-conflict"]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
@@ -172,7 +174,7 @@ def _keys(r: FileReview) -> str:
 
 
 def _md_keys(r: FileReview) -> str:
-    return " ".join(f"`{k}`" if k != "->" else "→" for k in _keys(r).split())
+    return " ".join(_code(k) if k != "->" else "→" for k in _keys(r).split())
 
 
 def _in_file(finding: Finding) -> str:
@@ -180,7 +182,28 @@ def _in_file(finding: Finding) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text that a CommonMark renderer with HTML enabled shows as it is, placed inside a line
+    (never at its start): each character that can open inline markup backslash-escaped (a tag
+    or autolink `<`, an entity `&`, code, emphasis, links and images, GFM's strikethrough and
+    table cells), so nothing a file name, a ref or a --why holds is interpreted; line breaks
+    become spaces."""
+    return _PUNCTUATION.sub(r"\\\g<0>", _one_line(text))
+
+
+def _code(text: str) -> str:
+    """Text as a code span (HTML is never interpreted inside one): fenced by one backtick more
+    than the longest run in it, `|` escaped for a table cell (GFM reads that escape first)."""
+    text = _one_line(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"[\r\n\u2028\u2029\x85]+", " ", text)
+
+
+_PUNCTUATION = re.compile(r"[\\`*_\[\]<>&|!~]")
 
 
 def _s(n: int) -> str:
@@ -188,18 +211,6 @@ def _s(n: int) -> str:
 
 
 def _annotation(level: str, message: str, finding: Finding | None, *, title: str) -> str:
-    props = []
-    if finding is not None and finding.path is not None:
-        props.append(f"file={_prop(finding.path)}")
-        if finding.line is not None:
-            props.append(f"line={finding.line}")
-    props.append(f"title={_prop(title)}")
-    return f"::{level} {','.join(props)}::{_data(message)}"
-
-
-def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _prop(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
+    path = finding.path if finding is not None else None
+    line = finding.line if finding is not None else None
+    return annotation(level, message, file=path, line=line, title=title)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -143,6 +142,14 @@ def read_blobs(top: str, oids: Iterable[str]) -> dict[str, bytes]:
         raise GitError(str(exc)) from None
 
 
+def blob_sizes(top: str, oids: Iterable[str]) -> dict[str, int]:
+    """The size of each blob, read from `git cat-file --batch-check` (no blob is read)."""
+    try:
+        return src_digest.blob_sizes(top, list(dict.fromkeys(oids)))
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None
+
+
 def below(folder: str, path: str) -> bool:
     """Whether repository path `path` lies below folder `folder` ("" is the top level)."""
     return not folder or path.startswith(folder + "/")
@@ -155,8 +162,6 @@ def repo_path(*parts: str) -> str:
 
 def _git(top: str, args: list[str]) -> tuple[int, bytes, bytes]:
     try:
-        proc = subprocess.run(["git", "-C", top, *args], stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
-    except FileNotFoundError:
-        raise GitError("git is not installed (no `git` on PATH)") from None
-    return proc.returncode, proc.stdout, proc.stderr
+        return src_digest.run_git(top, args)
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None

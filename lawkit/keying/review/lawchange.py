@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import src_digest
 from lawkit.errors import LawFileError
+from lawkit.keying.check import is_law_file_name
 from lawkit.keying.review import gitobjects
 from lawkit.keying.review.textchange import (
     changed_spans,
@@ -31,7 +32,7 @@ from lawkit.keying.review.textchange import (
     only_key_and_entries,
     rekey_shape,
 )
-from lawkit.lawfiles import lawfile
+from lawkit.lawfiles import lawbytes, lawfile
 
 _SYMLINK = "120000"
 _NOT_BLOBS = ("160000", "040000")
@@ -115,7 +116,7 @@ def law_entries(entries: list[src_digest.TreeEntry], laws: str) -> dict[str, src
     out = {}
     for entry in entries:
         path = entry.path.decode("utf-8", "surrogateescape")
-        if entry.mode not in _NOT_BLOBS and path.endswith(".yaml") and \
+        if entry.mode not in _NOT_BLOBS and is_law_file_name(path.rpartition("/")[2]) and \
                 gitobjects.below(laws, path):
             out[path] = entry
     return out
@@ -132,13 +133,19 @@ def blob_needed(entry: src_digest.TreeEntry) -> bool:
 
 
 def load(entry: src_digest.TreeEntry | None, blobs: dict[str, bytes], shown: str,
-         key: str) -> Loaded | None:
-    """The law file of a tree entry, read from its blob (None when there is no entry)."""
+         key: str, too_big: dict[str, int] | None = None) -> Loaded | None:
+    """The law file of a tree entry, read from its blob (None when there is no entry); a blob
+    in `too_big` (over the law-file cap, left unread) is refused as check refuses the file."""
     if entry is None:
         return None
     if entry.mode == _SYMLINK:
         return Loaded(None, shown, key, LawFileError(
             "not a regular file (a symlink): law files are plain files", path=shown))
+    if too_big and entry.oid in too_big:
+        try:
+            lawbytes.check_size(too_big[entry.oid], shown)
+        except LawFileError as exc:
+            return Loaded(None, shown, key, exc)
     return Loaded(blobs[entry.oid], shown, key)
 
 

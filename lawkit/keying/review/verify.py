@@ -33,6 +33,7 @@ from lawkit.keying.review.lawchange import (
     law_entries,
     load,
 )
+from lawkit.lawfiles import lawbytes
 from lawkit.workers import map_in_workers
 
 __all__ = [
@@ -186,9 +187,14 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     changed = {p for p in base_laws.keys() | head_laws.keys()
                if identity(base_laws.get(p)) != identity(head_laws.get(p))}
 
-    # One cat-file for every blob of the review; identical blobs (one id) are read once.
-    wanted = [e.oid for e in head_laws.values() if blob_needed(e)]
-    wanted += [e.oid for p, e in base_laws.items() if p in changed and blob_needed(e)]
+    # One cat-file for every blob of the review; identical blobs (one id) are read once. A law
+    # blob over the law-file cap is refused by its size, unread: a 2 GiB blob under laws/ costs
+    # nothing (issue 14 item 7).
+    law_oids = [e.oid for e in head_laws.values() if blob_needed(e)]
+    law_oids += [e.oid for p, e in base_laws.items() if p in changed and blob_needed(e)]
+    sizes = gitobjects.blob_sizes(top, law_oids)
+    too_big = {oid: size for oid, size in sizes.items() if size > lawbytes.MAX_BYTES}
+    wanted = [oid for oid in law_oids if oid not in too_big]
     wanted += [e.oid for sel in (base_sel, head_sel, merge_sel) for _, e in sel]
     blobs = gitobjects.read_blobs(top, wanted)
 
@@ -206,10 +212,10 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
                       base_digest=base_digest)
     def judge(path: str) -> FileReview | None:
         name = repo.shown(path)
-        at_head = load(head_laws.get(path), blobs, name, cfg.key)
+        at_head = load(head_laws.get(path), blobs, name, cfg.key, too_big)
         if path in changed:
-            return checker.classify(name, load(base_laws.get(path), blobs, name, cfg.key),
-                                    at_head)
+            return checker.classify(name, load(base_laws.get(path), blobs, name, cfg.key,
+                                               too_big), at_head)
         assert at_head is not None
         return checker.untouched(name, at_head)  # None: untouched and current
 
