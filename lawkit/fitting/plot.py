@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit.errors import LawkitError
+from lawkit.lawfiles.predict import has_column
 
 if TYPE_CHECKING:
     from lawkit.config import Workspace
@@ -152,7 +153,7 @@ def _selected(law: Law, data: Any) -> dict[str, Any]:
     columns = _columns(law, data)
     n = len(columns[law.target])
     mask = np.ones(n, dtype=bool)
-    present = [c for c in law_columns(law.where, law.filter) if _has(data, c)]
+    present = [c for c in law_columns(law.where, law.filter) if has_column(data, c)]
     if (law.where or law.filter) and len(present) == len(law_columns(law.where, law.filter)):
         mask &= law_mask(law.where, law.filter, {c: _array(data, c, law) for c in present})
     for values in columns.values():
@@ -180,13 +181,6 @@ def _array(data: Any, name: str, law: Law) -> Any:
         raise LawkitError(f"plot: law {law.name!r} needs column {name!r}, which the data does "
                           "not hold") from None
     return raw.to_numpy() if hasattr(raw, "to_numpy") else np.asarray(raw)
-
-
-def _has(data: Any, name: str) -> bool:
-    try:
-        return name in data
-    except TypeError:
-        return False
 
 
 def _predict(law: Law, columns: dict[str, Any]) -> tuple[Any, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit.errors import CaptureError, LawkitError
+from lawkit.lawfiles.predict import has_column
 
 if TYPE_CHECKING:
     import numpy as np
@@ -248,7 +249,7 @@ def score_data(law_file: LawFile, data: Any, *, max_mape: float | None = None,
     _check_threshold(max_mape)
     laws = law_file.host.laws
     state = _Scoring(laws, drop_invalid=False, keep_data=keep_data)
-    columns = {c: _column_of(data, c) for c in _needed(laws) if _has(data, c)}
+    columns = {c: _column_of(data, c) for c in _needed(laws) if has_column(data, c)}
     n = len(next(iter(columns.values()))) if columns else 0
     for law in laws:
         selected = law_mask(law.where, law.filter, columns) if n else np.zeros(0, dtype=bool)
@@ -363,13 +364,6 @@ def _column_of(data: Any, name: str, law: Law | None = None) -> Any:
         who = f"law {law.name!r} needs" if law is not None else "no"
         raise CaptureError(f"{who} column {name!r}: the data does not hold it") from None
     return raw.to_numpy() if hasattr(raw, "to_numpy") else np.asarray(raw)
-
-
-def _has(data: Any, name: str) -> bool:
-    try:
-        return name in data
-    except TypeError:
-        return False
 
 
 def _check_threshold(max_mape: float | None) -> None:

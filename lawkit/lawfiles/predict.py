@@ -97,7 +97,7 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
             for term, coef in law.terms.items()]
     bounds = [(name, columns[name] if name in columns else _array(data, name, law), low, high)
               for name, (low, high) in (law.domain or {}).items()
-              if check_domain and _has(data, name)]
+              if check_domain and has_column(data, name)]
     fused = len(plan) > 1 and not plan[0][1] and plan[1][1] != []
     out = np.empty(n)
     scratch = np.empty(min(n, _BLOCK))
@@ -165,7 +165,7 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
     count, n = int(mask.sum()), mask.size
     details = []
     for name, (low, high) in (law.domain or {}).items():
-        if not _has(data, name):
+        if not has_column(data, name):
             continue
         values = np.asarray(_array(data, name, law), dtype=np.float64)
         values = np.broadcast_to(values, mask.shape)[mask]
@@ -214,7 +214,7 @@ def _unselected(law: Law, data: Any, shape: tuple[int, ...] = (1,)) -> BoolArray
     from lawkit.lawfiles.where import law_columns, law_mask
 
     parts = [(law.where, None), (None, law.filter)]
-    present = [(w, f) for w, f in parts if (w or f) and all(_has(data, c)
+    present = [(w, f) for w, f in parts if (w or f) and all(has_column(data, c)
                                                             for c in law_columns(w, f))]
     if not present:
         return None
@@ -246,7 +246,8 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (int, float, str)) or (hasattr(value, "ndim") and value.ndim == 0)
 
 
-def _has(data: Any, name: str) -> bool:
+def has_column(data: Any, name: str) -> bool:
+    """Whether `data` (a DataFrame, a mapping, anything with `in`) holds column `name`."""
     try:
         return name in data
     except TypeError:
