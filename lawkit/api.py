@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import datetime
@@ -148,6 +148,7 @@ def score(
     max_mape: float | None = None,
     drop_invalid: bool = False,
     keep_data: bool = False,
+    require: Literal["current"] | None = None,
     workspace: Workspace | str | Path | None = None,
     config: str | Path | None = None,
 ) -> ScoreReport:
@@ -155,10 +156,17 @@ def score(
 
     `captures` are capture paths (files, folders, globs), or rows in memory: a DataFrame or a
     mapping of column -> array (then `law_file` may be a loaded LawFile, and `where` and
-    `drop_invalid` do not apply).
+    `drop_invalid` do not apply). `require="current"` refuses, as `lawkit.load` does, a law file
+    whose key is not the workspace's current digest.
     """
     from lawkit.fitting import score as lib
     from lawkit.lawfiles.lawfile import LawFile, load
+
+    if require is not None:
+        path = law_file.path if isinstance(law_file, LawFile) else law_file
+        located = workspace if workspace is not None or config is None else \
+            _workspace(None, config=config)
+        load(path, require=require, workspace=located)
 
     if not isinstance(captures, (str, Path)) and not _is_path_list(captures):
         if where is not None or drop_invalid:

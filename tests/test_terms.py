@@ -244,3 +244,18 @@ def test_load_require_current_refuses_a_stale_file_with_checks_message(tmp_path:
     assert [p.kind for p in report.problems] == ["stale"]
     assert str(info.value) == f"{report.problems[0].text()}; {report.fix_line()}"
     assert lawkit.load(path).path == str(path)  # without require: no digest asked
+
+
+def test_score_require_current_refuses_a_stale_file_as_load_does(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    path = root / "laws" / "s.yaml"
+    lawkit.fit(root / "caps.csv", out=path, captured_on="current",
+               formula="sampler_s ~ 1 + batch_size", workspace=root)
+    assert lawkit.score(path, [root / "caps.csv"], require="current", workspace=root).laws
+    (root / "engine" / "atom" / "__init__.py").write_text("x = 2\n")
+    with pytest.raises(LawFileError, match="stale: names"):
+        lawkit.score(path, [root / "caps.csv"], require="current", workspace=root)
+    with pytest.raises(LawFileError, match="stale: names"):
+        lawkit.score(lawkit.load(path), {"batch_size": [8.0], "sampler_s": [1e-3]},
+                     require="current", workspace=root)
+    assert lawkit.score(path, [root / "caps.csv"], workspace=root).laws  # not asked: scored
