@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lawfiles import OLD, law_text, make_workspace
+from workspaces import OLD, law_text, make_workspace
 from reliability import one_line_exit_2
 from typer.testing import CliRunner
 
