@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workspaces import OLD, law_text, make_workspace
 from reliability import one_line_exit_2
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 from lawkit.lawfiles import lawbytes
