@@ -35,6 +35,11 @@ def fit(
         "--holdout", help="Hold out this fraction (whole files when there are several, else "
         "random rows with a recorded seed) and score the law on it.",
         show_default=False)] = None,
+    cv: Annotated[str | None, typer.Option(
+        "--cv", metavar="COL|K", help="Cross-validate each law and store fit.cv (folds, mape, "
+        "worst_mape): COL leaves one value of COL out at a time; K makes K folds (whole files "
+        "when there are several, else random rows, seed 0). auto K is searched again in every "
+        "fold.", show_default=False)] = None,
     label: Annotated[list[str] | None, typer.Option(
         "--label", help="KEY=VALUE: what the file prices (its labels); repeatable.",
         show_default=False)] = None,
@@ -91,7 +96,7 @@ def fit(
             by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
             holdout=holdout, labels=labels, name=name, captured_on=captured_on,
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
-            drop_invalid=drop_invalid, weight=weight, dask=dask)
+            drop_invalid=drop_invalid, weight=weight, dask=dask, cv=cv)
         if plot is not None:
             from lawkit.fitting.plot import check_plot_path
 
