@@ -136,9 +136,13 @@ def test_the_stored_where_is_a_mapping_or_a_filter(tmp_path: Path) -> None:
     laws = lawfile.load(tmp_path / "b.yaml").host.laws
     assert [law.name for law in laws] == ["sampler_e2e_median[meta-llama/Llama-2-7b-hf]",
                                           "sampler_e2e_median[microsoft/phi-2]"]
-    assert laws[0].where == {"model_name": "meta-llama/Llama-2-7b-hf"}
-    assert laws[0].filter == "tensor_parallel_degree == 1 and batch_size <= 96"
+    # batch_size is a feature of the law: its condition bounds the domain (fit.bounds) and
+    # leaves a plain mapping to select the rows (DESIGN.md section 8).
+    assert laws[0].where == {"tensor_parallel_degree": 1,
+                             "model_name": "meta-llama/Llama-2-7b-hf"}
+    assert laws[0].filter is None
     assert laws[0].fit is not None and laws[0].fit["n"] == 11
+    assert laws[0].fit["bounds"] == "batch_size <= 96"
     assert laws[0].domain == {"batch_size": [8.0, 96.0]}
 
 

@@ -190,3 +190,23 @@ def test_fit_refuses_a_plot_it_cannot_draw_before_writing_anything(tmp_path: Pat
     assert result.exit_code == 2
     assert "expected a .png, .svg or .pdf file name" in result.stderr
     assert not (tmp_path / "laws.yaml").exists()
+
+
+@pytest.mark.parametrize("method", ["robust", "huber"])
+def test_the_fit_plot_marks_the_rows_the_method_downweighted(tmp_path: Path,
+                                                              method: str) -> None:
+    from lawkit.fitting.runner import fit_arrays
+
+    x = np.arange(1.0, 41.0)
+    y = 1.0 + 0.5 * x + np.random.default_rng(0).normal(0, 0.01, x.size)
+    y[-4:] += 5.0  # four rows off the line: the ones the fit must downweight
+    result = fit_arrays(np.c_[np.ones(x.size), x], y, ["1", "x"], method)
+    law = Law.model_validate({"name": "l", "target": "t", "terms": dict(
+        zip(["1", "x"], result.coef, strict=True)), "fit": {
+        "method": method, "scale": result.scale, "downweighted": result.downweighted}})
+    predicted = law.predict({"x": x}, on_domain="ignore")
+    down = plot.downweighted(law, y, predicted)
+    assert int(down.sum()) == result.downweighted  # the method's own count
+    assert down[-4:].all()
+    written = plot_fit(tmp_path / "d.png", [(law, {"x": x, "t": y})])
+    assert written[0].read_bytes().startswith(PNG_SIGNATURE)

@@ -189,7 +189,7 @@ def test_a_formula_takes_breakpoints_and_auto_is_a_placeholder_the_design_refuse
     assert formula.columns() == ["bs", "n", "t"]
     assert formula.auto_factors == ("hinge(bs,auto)",)
     columns = {"bs": np.array([50.0, 70.0]), "n": np.array([2.0, 3.0]), "t": np.array([5e3, 1.0])}
-    with pytest.raises(FitError, match="auto breakpoints are not supported yet"):
+    with pytest.raises(FitError, match="auto breakpoints are chosen by the search"):
         design_matrix(columns, formula.terms)
     resolved = formula.with_knots({"hinge(bs,auto)": 64.0})
     x = design_matrix(columns, resolved.terms)
@@ -224,11 +224,20 @@ def test_a_fit_with_a_known_step_and_hinge_recovers_their_coefficients(tmp_path:
     assert set(law.domain or {}) == {"batch_size", "num_tokens"}
 
 
-def test_a_fit_with_an_auto_breakpoint_says_it_is_not_supported_yet(tmp_path: Path) -> None:
+def test_a_fit_with_an_auto_breakpoint_places_it_between_the_values_it_splits(
+        tmp_path: Path) -> None:
     root = _workspace(tmp_path)
-    with pytest.raises(FitError, match="auto breakpoints are not supported yet"):
-        lawkit.fit(root / "caps.csv", out=root / "laws" / "s.yaml", captured_on="current",
-                   formula="sampler_s ~ 1 + step(batch_size,auto)", workspace=root)
+    lawkit.fit(root / "caps.csv", out=root / "laws" / "s.yaml", captured_on="current",
+               formula="sampler_s ~ 1 + batch_size + step(batch_size,auto) + "
+                       "hinge(num_tokens,4096)", workspace=root)
+    law = lawkit.load(root / "laws" / "s.yaml").law("sampler_s")
+    assert "step(batch_size,60)" in law.terms  # the jump lies between 56 and 64
+    assert law.terms["step(batch_size,60)"] == pytest.approx(4e-4, rel=1e-3)
+
+
+def test_a_design_matrix_of_an_auto_breakpoint_asks_for_the_search() -> None:
+    with pytest.raises(FitError, match="auto breakpoints are chosen by the search"):
+        design_matrix({"x": np.arange(5.0)}, ["step(x,auto)"])
 
 
 def test_load_require_current_refuses_a_stale_file_with_checks_message(tmp_path: Path) -> None:

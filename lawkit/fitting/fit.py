@@ -54,7 +54,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,9 +65,11 @@ from lawkit import __version__
 from lawkit.config import Workspace
 from lawkit.errors import CaptureError, FitError
 from lawkit.fitting import captures
+from lawkit.fitting.breakpoints import Search, auto_factors
 from lawkit.fitting.formula import Formula, design_matrix, parse_formula
 from lawkit.lawfiles import lawfile
 from lawkit.lawfiles.where import (
+    And,
     Expr,
     format_literal,
     format_where,
@@ -118,6 +120,9 @@ class FitRequest:
     dask: str | None = None
     """A Dask scheduler address, or local[:N]: read and fold the rows on that cluster
     (`lawkit.fitting.distributed`); None: in this process."""
+    cv: str | None = None
+    """Cross-validate every law: a column (leave one of its values out in turn) or a number
+    of folds (`lawkit.fitting.crossval`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,16 @@ class LawSpec:
     filter: str | None = None
     method: str = "ols"
     weight: str | None = None
+    bounds: str | None = None
+    """Conditions of `--where` on the law's own feature columns: they bound the rows fitted
+    (its domain), not the rows it applies to (DESIGN.md section 8: `fit.bounds`)."""
+
+    @property
+    def fitted_filter(self) -> str | None:
+        """The filter of the rows fitted: `filter` and `bounds`."""
+        if self.bounds is None:
+            return self.filter
+        return self.bounds if self.filter is None else f"({self.filter}) and ({self.bounds})"
 
     @property
     def features(self) -> list[str]:
@@ -145,8 +160,8 @@ class LawSpec:
         return list(out)
 
     def selectors(self) -> list[str]:
-        """The columns that select its rows."""
-        return law_columns(self.where, self.filter)
+        """The columns that select its rows (those of its bounds included)."""
+        return law_columns(self.where, self.fitted_filter)
 
     def selection(self) -> str:
         """Its where and filter as one expression, for messages."""
@@ -162,6 +177,8 @@ class FittedLaw:
     n: int
     dropped: int
     replaced: bool = False
+    search: Search | None = None
+    """The breakpoint search, when the formula had `auto` factors."""
 
 
 @dataclass
@@ -223,6 +240,13 @@ class FitReport:
                 parts.append(f"holdout n={hold['n']}" + (f" mape={hold['mape']:.6g}"
                                                         if "mape" in hold else ""))
             out.append(f"{fitted.spec.name}: {' '.join(parts)}")
+            if fitted.search is not None:
+                out.extend(f"  {choice.describe(fitted.spec.method)}"
+                           for choice in fitted.search.choices)
+            if "cv" in stats:
+                from lawkit.fitting.crossval import describe_cv
+
+                out.append(f"  {describe_cv(stats['cv'])}")
         replaced = sum(f.replaced for f in self.laws)
         added = len(self.laws) - replaced
         counts = [f"{added} added"] if added else []
@@ -299,6 +323,11 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
         return _fit_with(_Local(found, spec, request), request, ws, existing, specs, found)
     from lawkit.fitting import distributed
 
+    for law in specs:
+        if auto_factors(law.terms):
+            raise FitError(f"law {law.name}: {', '.join(auto_factors(law.terms))}: the "
+                           "breakpoint search runs in this process: drop --dask, or give K "
+                           "as a number")
     with distributed.connect(request.dask) as client:
         runner = distributed.DaskRunner(client, found, spec)
         return _fit_with(runner, request, ws, existing, specs, found)
@@ -314,6 +343,13 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     _check_names([law.name for law in laws])
     split = Split.of(request, len(found))
     fitted = runner.fit(laws, request, split)
+    if request.cv is not None:
+        from lawkit.fitting.crossval import cross_validate
+
+        scores = cross_validate(runner, laws, request, len(found))
+        for f in fitted:
+            if f.spec.name in scores:
+                f.law["fit"]["cv"] = scores[f.spec.name]
     names = {f.spec.name for f in fitted}
     if existing is not None:
         for f in fitted:
@@ -351,6 +387,13 @@ def _check_request(request: FitRequest) -> None:
                            "laws are named after their target (and group values)")
         if not request.name.strip():
             raise FitError("--name: expected a non-empty name")
+    if request.cv is not None:
+        from lawkit.fitting.crossval import parse_cv
+
+        parse_cv(request.cv)
+        if request.holdout is not None:
+            raise FitError("--cv and --holdout both hold rows out: choose one (--cv scores "
+                           "every row once, on a fit that did not see it)")
     if request.chunk_rows is not None and request.chunk_rows < 1:
         raise FitError("chunk_rows must be at least 1")
     captured_on = request.captured_on
@@ -373,21 +416,50 @@ def plan_specs(request: FitRequest, existing: lawfile.LawFile | None) -> list[La
         if existing is None:
             raise FitError(f"no --formula and {request.out} does not exist: give at least one "
                            "--formula to fit, or --out an existing law file to refit")
-        return [LawSpec(name=law.name, target=law.target, terms=tuple(law.terms),
-                        where=dict(law.where) if law.where else None, filter=law.filter,
-                        method=request.method or str((law.fit or {}).get("method", "ols")),
-                        weight=request.weight or _str_or_none((law.fit or {}).get("weight")))
-                for law in existing.host.laws]
+        return [_refit_spec(law, request) for law in existing.host.laws]
     where_expr: Expr | None = parse_where(request.where) if request.where else None
-    mapping = where_expr.as_mapping() if where_expr is not None else None
     specs = []
     for text in request.formulas:
         formula = parse_formula(text)
+        selection, bounds = split_bounds(where_expr, formula.columns())
+        mapping = selection.as_mapping() if selection is not None else None
         specs.append(LawSpec(
             name=request.name or formula.target, target=formula.target, terms=formula.terms,
-            where=mapping or None, filter=None if where_expr is None or mapping is not None
-            else where_expr.text, method=request.method or "ols", weight=request.weight))
+            where=mapping or None, filter=None if selection is None or mapping is not None
+            else str(selection), method=request.method or "ols", weight=request.weight,
+            bounds=bounds))
     return specs
+
+
+def _refit_spec(law: lawfile.Law, request: FitRequest) -> LawSpec:
+    """The spec that refits a law of the file: its `auto` terms searched again
+    (`fit.breakpoints`), its rows bounded again (`fit.bounds`)."""
+    stats = law.fit or {}
+    origin = stats.get("breakpoints")
+    origin = origin if isinstance(origin, dict) else {}
+    return LawSpec(name=law.name, target=law.target,
+                   terms=tuple(str(origin.get(t, t)) for t in law.terms),
+                   where=dict(law.where) if law.where else None, filter=law.filter,
+                   method=request.method or str(stats.get("method", "ols")),
+                   weight=request.weight or _str_or_none(stats.get("weight")),
+                   bounds=_str_or_none(stats.get("bounds")))
+
+
+def split_bounds(expr: Expr | None, features: Sequence[str]) -> tuple[Expr | None, str | None]:
+    """A `--where` as (the selection, the bounds): the conditions of its top-level conjunction
+    that read only the law's feature columns bound its domain (DESIGN.md section 8); the
+    others select its rows."""
+    if expr is None:
+        return None, None
+    parts = expr.items if isinstance(expr, And) else [expr]
+    bound = [p for p in parts if p.columns() and set(p.columns()) <= set(features)]
+    if not bound:
+        return expr, None
+    rest = [p for p in parts if p not in bound]
+    bounds = str(bound[0]) if len(bound) == 1 else str(And(bound))
+    if not rest:
+        return None, bounds
+    return (rest[0] if len(rest) == 1 else And(rest)), bounds
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -407,6 +479,11 @@ def _column_spec(specs: Sequence[LawSpec], request: FitRequest,
         if spec.weight:
             weights[spec.weight] = None
     labels.update(dict.fromkeys(request.by))
+    from lawkit.fitting.crossval import cv_column
+
+    column = cv_column(request)
+    if column is not None:
+        labels[column] = None
     key = ws.digest.key
     return captures.ColumnSpec(
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
@@ -515,7 +592,8 @@ class Scan:
                 columns.append(chunk.spec.digest)
             ok = _valid_or_raise(chunk, columns, None, drop_invalid)
             selection_ok &= ok
-            rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
+            rows = law_mask(law.where, law.fitted_filter, _selection_data(chunk, ok),
+                            size=chunk.size)
             if not ok.all():
                 rows &= ok
             self.selected[i] = self.selected.get(i, 0) + int(np.count_nonzero(rows))
@@ -671,8 +749,7 @@ def _expand(specs: Sequence[LawSpec], scan: Scan, request: FitRequest) -> list[L
             where = dict(spec.where or {})
             where.update(zip(request.by, key, strict=True))
             name = f"{spec.target}[{','.join(_name_part(v) for v in key)}]"
-            laws.append(LawSpec(name=name, target=spec.target, terms=spec.terms, where=where,
-                                filter=spec.filter, method=spec.method, weight=spec.weight))
+            laws.append(replace(spec, name=name, where=where))
     return laws
 
 
@@ -727,16 +804,7 @@ class Split:
     def held(self, chunk: captures.Chunk) -> BoolArray:
         if self.files is not None:
             return np.full(chunk.size, chunk.file_index in self.files, dtype=bool)
-        # A hash of (seed, file, row): the same rows whatever the chunking (splitmix64).
-        rows = np.arange(chunk.start, chunk.start + chunk.size, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            z = rows + np.uint64((self.seed * 0x9E3779B97F4A7C15 + chunk.file_index)
-                                 & 0xFFFFFFFFFFFFFFFF)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z = z ^ (z >> np.uint64(31))
-        uniform = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        held: BoolArray = uniform < self.fraction
+        held: BoolArray = row_uniform(self.seed, chunk) < self.fraction
         return held
 
     def describe(self, found: Sequence[str]) -> dict[str, Any]:
@@ -744,6 +812,19 @@ class Split:
             return {"split": "files", "files": [found[i] for i in sorted(self.files)],
                     "fraction": self.fraction}
         return {"split": "random", "seed": self.seed, "fraction": self.fraction}
+
+
+def row_uniform(seed: int, chunk: captures.Chunk) -> FloatArray:
+    """A number in [0, 1) per row from a hash of (seed, file, row): the same rows whatever the
+    chunking (splitmix64)."""
+    rows = np.arange(chunk.start, chunk.start + chunk.size, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = rows + np.uint64((seed * 0x9E3779B97F4A7C15 + chunk.file_index)
+                             & 0xFFFFFFFFFFFFFFFF)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return np.asarray((z >> np.uint64(11)).astype(np.float64) * 2.0**-53, dtype=np.float64)
 
 
 @dataclass
@@ -787,7 +868,7 @@ def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
     if digest is not None and chunk.has_digest_column:
         selectors.append(digest)
     ok = _valid_or_raise(chunk, selectors, None, drop_invalid)
-    rows = law_mask(law.where, law.filter, _selection_data(chunk, ok), size=chunk.size)
+    rows = law_mask(law.where, law.fitted_filter, _selection_data(chunk, ok), size=chunk.size)
     if not ok.all():
         rows &= ok
     if held is not None:
@@ -813,11 +894,17 @@ def law_design(law: LawSpec, chunk: captures.Chunk, rows: BoolArray,
 
 def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]],
               dropped: int = 0, holdout: Mapping[str, Any] | None = None,
-              split: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              split: Mapping[str, Any] | None = None,
+              origin: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The law-file mapping of a fitted law (name, target, where, filter, terms, fit, domain)
-    from its spec and a `solve.FitResult`."""
+    from its spec and a `solve.FitResult`; `origin` maps each term placed by a breakpoint
+    search to its formula term (`fit.breakpoints`)."""
     stats = fit_statistics(result, weight=law.weight, dropped=dropped, holdout=holdout,
                            split=split)
+    if origin:
+        stats["breakpoints"] = dict(origin)
+    if law.bounds:
+        stats["bounds"] = law.bounds
     return {"name": law.name, "target": law.target, "where": law.where, "filter": law.filter,
             "terms": {t: float(c) for t, c in zip(law.terms, result.coef, strict=True)},
             "fit": stats,
@@ -826,10 +913,11 @@ def law_entry(law: LawSpec, result: Any, *, domain: Mapping[str, Sequence[float]
 
 def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | None,
              ) -> FittedLaw:
-    from lawkit.fitting import methods, runner
+    from lawkit.fitting import breakpoints, methods, runner
 
     seen = RowsSeen()
     features = law.features
+    search: Search | None = None
 
     def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
         seen.dropped = 0
@@ -842,6 +930,11 @@ def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | 
                 yield law_design(law, chunk, rows)
 
     try:
+        if auto_factors(law.terms):
+            rows: breakpoints.Rows = _StreamRows(law, source, request, split) \
+                if source.streaming else _MemoryRows(law, source, request, split)
+            search = breakpoints.search(law.terms, law.method, rows)
+            law = replace(law, terms=search.terms)
         steps = methods.passes(law.method, law.terms)
         if source.streaming:
             result = runner.run(steps, pieces)
@@ -864,8 +957,84 @@ def _fit_one(law: LawSpec, source: _Source, request: FitRequest, split: Split | 
         holdout = _score_holdout(law, result.coef, source, request, split)
     domain = {name: [seen.low[name], seen.high[name]] for name in features if name in seen.low}
     mapping = law_entry(law, result, domain=domain, dropped=seen.dropped, holdout=holdout,
-                        split=split.describe([c.shown for c in source.found]) if split else None)
-    return FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped)
+                        split=split.describe([c.shown for c in source.found]) if split else None,
+                        origin=search.origin if search else None)
+    return FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped, search=search)
+
+
+class _MemoryRows:
+    """A law's fitted rows gathered once, for a breakpoint search in memory."""
+
+    def __init__(self, law: LawSpec, source: _Source, request: FitRequest,
+                 split: Split | None) -> None:
+        self.law = law
+        parts: dict[str, list[Any]] = {c: [] for c in law.numbers()}
+        for chunk in source.chunks():
+            rows, _dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
+                                      held=split.held(chunk) if split else None)
+            if rows.any():
+                for name, values in parts.items():
+                    values.append(chunk.columns[name][rows])
+        self.columns = {name: np.asarray(np.concatenate(values) if values else [],
+                                         dtype=np.float64) for name, values in parts.items()}
+        if not len(self.columns[law.target]):
+            raise FitError("no rows to fit")
+
+    def distinct(self, column: str) -> FloatArray:
+        return np.unique(self.columns[column])
+
+    def residuals(self, terms: tuple[str, ...]) -> tuple[float | None, Iterator[
+            tuple[FloatArray, FloatArray | None]]]:
+        from lawkit.fitting import methods, runner
+
+        y = self.columns[self.law.target]
+        w = self.columns[self.law.weight] if self.law.weight else None
+        if not terms:
+            return None, iter([(y, w)])
+        x = design_matrix(self.columns, terms)
+        result = runner.run_arrays(methods.passes(self.law.method, terms), x, y, w)
+        r = y - methods.matvec(x, np.asarray(result.coef, dtype=np.float64))
+        return result.scale, iter([(r, w)])
+
+
+class _StreamRows:
+    """A law's fitted rows read again from the captures: every candidate a full streamed
+    fit, then one more pass for its objective."""
+
+    def __init__(self, law: LawSpec, source: _Source, request: FitRequest,
+                 split: Split | None) -> None:
+        self.law, self.source, self.request, self.split = law, source, request, split
+
+    def _rows(self, law: LawSpec) -> Iterator[tuple[captures.Chunk, BoolArray]]:
+        for chunk in self.source.chunks():
+            rows, _dropped = law_rows(law, chunk, drop_invalid=self.request.drop_invalid,
+                                      held=self.split.held(chunk) if self.split else None)
+            if rows.any():
+                yield chunk, rows
+
+    def distinct(self, column: str) -> FloatArray:
+        found = [np.unique(chunk.columns[column][rows]) for chunk, rows in self._rows(self.law)]
+        return np.unique(np.concatenate(found)) if found else np.zeros(0)
+
+    def residuals(self, terms: tuple[str, ...]) -> tuple[float | None, Iterator[
+            tuple[FloatArray, FloatArray | None]]]:
+        from lawkit.fitting import methods, runner
+
+        law = replace(self.law, terms=terms)
+        coef = np.zeros(0)
+        scale = None
+        if terms:
+            result = runner.run(methods.passes(law.method, terms),
+                                lambda: (law_design(law, c, r) for c, r in self._rows(law)))
+            coef, scale = np.asarray(result.coef, dtype=np.float64), result.scale
+
+        def chunks() -> Iterator[tuple[FloatArray, FloatArray | None]]:
+            for chunk, rows in self._rows(self.law):
+                x, y, w = law_design(law, chunk, rows) if terms else (None, *law_design(
+                    replace(law, terms=("1",)), chunk, rows)[1:])
+                yield (y - methods.matvec(x, coef) if x is not None else y), w
+
+        return scale, chunks()
 
 
 def _stack(parts: list[tuple[FloatArray, FloatArray, FloatArray | None]],

@@ -125,8 +125,9 @@ def _design_term(term: str) -> tuple[Factor, ...]:
     except TermError as exc:
         raise FitError(str(exc)) from None
     if parsed.auto:
-        raise FitError(f"term {term!r}: auto breakpoints are not supported yet: give K as a "
-                       "number, e.g. step(batch_size,60)")
+        raise FitError(f"term {term!r}: auto breakpoints are chosen by the search of "
+                       "`lawkit fit` (lawkit.fitting.breakpoints) before a design is built: "
+                       "fit the formula, or give K as a number, e.g. step(batch_size,60)")
     return parsed.factors
 
 

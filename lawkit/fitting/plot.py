@@ -269,6 +269,9 @@ def _draw_law(row: _Row, axes: Any) -> None:
     inside = ~outside[shown]
     scale, unit = _unit(measured, law.target)
     _scatter(first, measured[shown] * scale, predicted[shown] * scale, inside)
+    down = downweighted(law, measured, predicted) & ~outside
+    if down.any():
+        _ring(first, measured[shown] * scale, predicted[shown] * scale, down[shown])
     low = float(min(measured.min(), predicted.min())) * scale
     high = float(max(measured.max(), predicted.max())) * scale
     pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
@@ -281,7 +284,7 @@ def _draw_law(row: _Row, axes: Any) -> None:
     _ticks(first.xaxis)
     _ticks(first.yaxis)
     first.tick_params(labelsize=7)
-    if outside.any():
+    if outside.any() or down.any():
         first.legend(fontsize=6, loc="upper left")
     with np.errstate(divide="ignore", invalid="ignore"):
         residual = np.where(measured != 0, (measured - predicted) / np.abs(measured) * 100, np.nan)
@@ -290,6 +293,8 @@ def _draw_law(row: _Row, axes: Any) -> None:
         values = np.broadcast_to(values, measured.shape)
         scale, unit = _unit(values, feature)
         _scatter(ax, values[shown] * scale, residual[shown], inside)
+        if down.any():
+            _ring(ax, values[shown] * scale, residual[shown], down[shown])
         ax.axhline(0.0, color="0.4", linewidth=0.8, linestyle="--")
         ax.set_xlabel(f"{feature}{unit}", fontsize=8)
         _ticks(ax.xaxis)
@@ -323,6 +328,34 @@ def _scatter(ax: Any, x: Any, y: Any, inside: Any) -> None:
     if not inside.all():
         ax.scatter(x[~inside], y[~inside], s=14, alpha=0.9, color="tab:orange", marker="x",
                    linewidths=1, label="outside domain")
+
+
+def downweighted(law: Law, measured: Any, predicted: Any) -> Any:
+    """The rows a huber or robust law's fit gave a final weight below 0.5, recomputed from its
+    stored coefficients and scale (the weights of `lawkit.fitting.methods.Weights`); none for
+    other methods."""
+    import numpy as np
+
+    from lawkit.fitting.robust import BIWEIGHT_C, HUBER_C
+
+    stats = law.fit or {}
+    scale = stats.get("scale")
+    low = np.zeros(np.shape(measured), dtype=bool)
+    if not isinstance(scale, (int, float)) or scale <= 0:
+        return low
+    with np.errstate(invalid="ignore"):
+        r = np.abs(np.asarray(measured, dtype=np.float64) - np.asarray(predicted, dtype=np.float64))
+        if stats.get("method") == "robust":
+            u = r / (BIWEIGHT_C * scale)
+            return np.asarray(np.where(u < 1.0, (1.0 - u * u) ** 2, 0.0) < 0.5, dtype=bool)
+        if stats.get("method") == "huber":
+            return np.asarray(r > 2.0 * HUBER_C * scale, dtype=bool)  # c·scale/|r| < 0.5
+    return low
+
+
+def _ring(ax: Any, x: Any, y: Any, down: Any) -> None:
+    ax.scatter(x[down], y[down], s=40, facecolors="none", edgecolors="tab:red", linewidths=0.9,
+               label="downweighted (weight < 0.5)")
 
 
 def _sample(n: int) -> Any:
