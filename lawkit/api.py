@@ -119,6 +119,7 @@ def fit(
     allow_mixed_digests: bool = False,
     drop_invalid: bool = False,
     weight: str | None = None,
+    cv: str | int | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -126,7 +127,8 @@ def fit(
 ) -> FitReport:
     """`lawkit fit`: fit laws from captures into `out` (nothing written with `write=False`).
 
-    `formula` and `by` take one value or several (`by="model,tp"` as on the command line).
+    `formula` and `by` take one value or several (`by="model,tp"` as on the command line);
+    `cv` is `--cv`: a column (leave one value out) or a number of folds.
     """
     from lawkit.fitting import fit as lib
 
@@ -136,7 +138,8 @@ def fit(
         by=[c.strip() for item in _strings(by) for c in item.split(",") if c.strip()],
         where=where, method=method, holdout=holdout, labels=dict(labels or {}), name=name,
         captured_on=captured_on, allow_negative=allow_negative,
-        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight)
+        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
+        cv=None if cv is None else str(cv))
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 
 

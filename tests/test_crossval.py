@@ -113,3 +113,16 @@ def test_bad_cv_requests_are_refused(tmp_path: Path, args: list[str], message: s
                                  "sampler_s ~ 1 + batch_size", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_the_python_api_takes_cv_as_the_command_does(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    report = lawkit.fit(root / "caps", out=root / "laws" / "s.yaml", captured_on="current",
+                        formula="sampler_s ~ 1 + batch_size", cv="batch_size", write=False,
+                        workspace=root)
+    (fitted,) = report.laws
+    assert fitted.law["fit"]["cv"]["folds"] == len(np.unique(BS))
+    by_count = lawkit.fit(root / "caps", out=root / "laws" / "s.yaml", captured_on="current",
+                          formula="sampler_s ~ 1 + batch_size", cv=4, write=False,
+                          workspace=root)
+    assert by_count.laws[0].law["fit"]["cv"]["folds"] == 4
