@@ -271,14 +271,20 @@ def test_any_chunking_gives_the_one_pass_fit(seed: int, cuts: list[int], weighte
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 400),
        coef=st.lists(st.floats(-100, 100), min_size=3, max_size=3),
        noise=st.floats(1e-3, 10.0))
-def test_known_coefficients_are_recovered_within_a_few_standard_errors(
+def test_known_coefficients_are_recovered_with_the_textbook_standard_errors(
         seed: int, n: int, coef: list[float], noise: float) -> None:
+    # An absolute bound on |coef - true| / stderr fails on rare draws (hypothesis found one: a
+    # z of 8 at n = 12, which statsmodels reproduces), so the errors are held to the textbook
+    # ones, sqrt(diag((X'X)^-1)) * resid_sd, as statsmodels computes them.
+    import statsmodels.api as sm
+
     rng = np.random.default_rng(seed)
     x = np.column_stack([np.ones(n), rng.uniform(0, 128, n), rng.uniform(-5, 5, n)])
     y = x @ np.array(coef) + noise * rng.standard_normal(n)
     result = fit_ols(x, y, TERMS)
-    z = np.abs(np.array(result.coef) - np.array(coef)) / np.array(result.stderr)
-    assert np.all(z < 6.0), z
+    reference = sm.OLS(y, x).fit()
+    np.testing.assert_allclose(result.coef, reference.params, rtol=1e-9, atol=1e-9 * noise)
+    np.testing.assert_allclose(result.stderr, reference.bse, rtol=1e-7)
 
 
 # ------------------------------------------------------------------ robust and bounded
