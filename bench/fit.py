@@ -202,9 +202,11 @@ def main() -> None:
 
 
 def memory(folder: Path, sizes: list[int]) -> None:
-    """Peak RSS of whole-process `lawkit fit --method M` on CSV captures of each size (issue
-    13: every method streams; the largest within 64 MiB of the smallest, under 600 MiB)."""
+    """Peak RSS and time of whole-process `lawkit fit --method M` on CSV captures of each size
+    (issue 13: every method streams; the largest within 64 MiB of the smallest, under 600 MiB).
+    """
     peaks: dict[str, list[int]] = {}
+    times: dict[str, list[float]] = {}
     for rows in sizes:
         capture = folder / f"caps-{rows}.csv"
         if not capture.exists():
@@ -215,18 +217,25 @@ def memory(folder: Path, sizes: list[int]) -> None:
                     "--out", str(folder / f"mem-{method}.yaml"), "--captured-on", DIGEST, "--json"]
             seconds, rss, out = run(argv, folder)
             peaks.setdefault(method, []).append(rss)
+            times.setdefault(method, []).append(seconds)
             terms = " ".join(f"{v: .6e}" for v in coefficients("lawkit", out))
             print(f"  {rows:>11,} rows  {method:7} {seconds:7.1f} s  peak RSS "
                   f"{rss / 2**20:6.0f} MiB  {terms}", flush=True)
-    print(f"\nCSV captures x {len(FEATURES) + 1} terms, whole-process peak RSS (MiB):")
-    print(f"{'method':8}" + "".join(f"{rows:>14,}" for rows in sizes)
-          + "   growth   target")
+    first, last = f"{sizes[0] / 1e6:g}M", f"{sizes[-1] / 1e6:g}M"
+    print(f"\nCSV captures x {len(FEATURES) + 1} terms, whole process: peak RSS (MiB) and time "
+          f"(s); target: {last} within 64 MiB of {first}, and under 600 MiB")
+    print(f"{'method':8}{'RSS ' + first:>10}{'RSS ' + last:>10}{'diff':>8}"
+          f"{'time ' + first:>11}{'time ' + last:>11}   verdict")
+    missed = 0
     for method, values in peaks.items():
-        growth = (values[-1] - values[0]) / 2**20
-        ok = growth <= 64 and max(values) < 600 * 2**20
-        print(f"{method:8}" + "".join(f"{v / 2**20:14.0f}" for v in values)
-              + f"   {growth:+6.0f}   {'ok' if ok else 'MISSED'} (growth <= 64, peak < 600)")
-
+        diff = (values[-1] - values[0]) / 2**20
+        ok = diff <= 64 and max(values) < 600 * 2**20
+        missed += not ok
+        print(f"{method:8}{values[0] / 2**20:10.0f}{values[-1] / 2**20:10.0f}{diff:+8.0f}"
+              f"{times[method][0]:11.1f}{times[method][-1]:11.1f}   "
+              f"{'ok' if ok else 'MISSED'}")
+    print("every method within the targets" if not missed else
+          f"{missed} method(s) MISSED the targets")
 
 if __name__ == "__main__":
     main()
