@@ -99,6 +99,27 @@ def test_a_streamed_csv_read_holds_a_bounded_read_ahead_while_rows_grow_tenfold(
     assert large <= small + 64 * block, (small, large)
 
 
+@pytest.mark.parametrize("wide", [True, False])
+def test_a_streamed_csv_with_lines_longer_than_a_block_reads_every_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wide: bool) -> None:
+    # A header (wide) or a row of 1 KB longer than the streamed block: the rest of the file is
+    # read in whole-file blocks, the rows already read staying read.
+    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", 256)
+    fillers = [f"unused_column_{i:03d}" for i in range(40 if wide else 0)]  # 800 bytes
+    lines = [",".join(["y", "x", "note", *fillers])]
+    for i in range(300):
+        note = "z" * (1000 if i == 150 else 1)
+        lines.append(",".join([f"{i}.5", str(i), note, *["0"] * len(fillers)]))
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")
+    spec = captures.ColumnSpec(numbers=("y", "x"))
+    chunks = list(captures.read_chunks(captures.find_captures([path])[0], spec, chunk_rows=64))
+    assert np.concatenate([c.columns["x"] for c in chunks]).tolist() == list(range(300))
+    assert np.concatenate([c.columns["y"] for c in chunks]).tolist() == \
+        [i + 0.5 for i in range(300)]
+    assert [c.start for c in chunks] == np.cumsum([0] + [c.size for c in chunks[:-1]]).tolist()
+
+
 CSV_HEADER = "model,batch_size,schedule_s\n"
 
 

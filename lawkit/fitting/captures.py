@@ -551,7 +551,8 @@ class _CsvReader(_Reader):
             first[0] = first[0][1:]
         return first
 
-    def _arrow_batches(self, *, as_text: bool, skip: int = 0) -> Iterator[Any]:
+    def _arrow_batches(self, *, as_text: bool, skip: int = 0, block: int | None = None,
+                       ) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
@@ -561,9 +562,9 @@ class _CsvReader(_Reader):
         convert = pcsv.ConvertOptions(include_columns=self.wanted(), column_types=types,
                                       null_values=[""], strings_can_be_null=True,
                                       quoted_strings_can_be_null=False)
-        streamed = self.chunk_rows is not None
-        read = pcsv.ReadOptions(block_size=_STREAM_BLOCK_BYTES if streamed else _BLOCK_BYTES,
-                                skip_rows_after_names=skip)
+        if block is None:
+            block = _BLOCK_BYTES if self.chunk_rows is None else _STREAM_BLOCK_BYTES
+        read = pcsv.ReadOptions(block_size=block, skip_rows_after_names=skip)
         source = self._source()
         if self.chunk_rows is None:
             try:
@@ -582,11 +583,17 @@ class _CsvReader(_Reader):
                     yield batch
                     done += batch.num_rows
         except pa.ArrowInvalid as exc:
+            if block < _BLOCK_BYTES and _is_block_too_small(exc):
+                # A line (the header, or a row) longer than a streamed block: the rest in
+                # blocks as large as a whole-file read's.
+                yield from self._arrow_batches(as_text=as_text, skip=skip + done,
+                                               block=_BLOCK_BYTES)
+                return
             if as_text or not _is_conversion_error(exc):
                 raise
             # A later block holds text in a number column: read the rest as text (the rows
             # already read stay read) so that the error or --drop-invalid can name the row.
-            yield from self._arrow_batches(as_text=True, skip=skip + done)
+            yield from self._arrow_batches(as_text=True, skip=skip + done, block=block)
 
     def _source(self) -> Any:
         import pyarrow as pa
@@ -918,6 +925,12 @@ def _clip(value: Any) -> str:
 
 def _is_conversion_error(exc: Exception) -> bool:
     return "conversion error" in str(exc).lower()
+
+
+def _is_block_too_small(exc: Exception) -> bool:
+    """Whether pyarrow's CSV reader failed on a line longer than its block."""
+    text = str(exc).lower()
+    return "straddles two block boundaries" in text or "cannot infer number of columns" in text
 
 
 def _open_text(capture: Capture) -> IO[str]:
