@@ -287,7 +287,7 @@ def test_rows_in_later_chunks_are_numbered_within_their_file(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              ) -> None:
     # Small CSV blocks: the text turns up in a later block, after typed blocks were read.
-    monkeypatch.setattr(captures, "_BLOCK_BYTES", 256)
+    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", 256)
     lines = ["host_s,bs"] + [f"{i}.5,{i}" for i in range(200)]
     lines[151] = "oops,150"
     path = tmp_path / "a.csv"

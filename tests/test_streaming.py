@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lawkit
-from lawkit.fitting import methods, runner
+from lawkit.fitting import captures, methods, runner
 
 TERMS = ("1", "a", "b", "c", "d", "e")
 CHUNK = 64
@@ -64,6 +64,60 @@ def test_the_robust_start_uses_a_bounded_sample_of_the_rows() -> None:
     ys = np.concatenate([c[1] for c in _chunks(5_000)])
     one = methods.answer(request, None, whole, ys, None)
     np.testing.assert_array_equal(one.y, reply.y)
+
+
+def _arrow_peak_of_a_streamed_csv(path: Path, rows: int) -> int:
+    """The most arrow memory held while a CSV of `rows` rows streams (sampled at every chunk,
+    when pyarrow's read-ahead queue is as full as it gets)."""
+    import pyarrow as pa
+
+    path.write_text("a,b,c,y\n" + "".join(f"{i},{i % 97}.25,{i % 13},{i * 0.5}\n"
+                                          for i in range(rows)))
+    capture = captures.find_captures([path])[0]
+    spec = captures.ColumnSpec(numbers=("a", "b", "c", "y"))
+    top = 0
+    read = 0
+    for chunk in captures.read_chunks(capture, spec, chunk_rows=1 << 20):
+        top = max(top, pa.total_allocated_bytes())
+        read += chunk.size
+    assert read == rows
+    return top
+
+
+def test_a_streamed_csv_read_holds_a_bounded_read_ahead_while_rows_grow_tenfold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow's streaming CSV reader queues up to 32 blocks ahead of the consumer: with 16 MiB
+    # blocks, a 20M-row fit held 600 MiB of it (issue 13). The streamed block size bounds it.
+    assert captures._STREAM_BLOCK_BYTES * 32 <= 64 << 20
+    block = 16 << 10
+    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", block)
+    _arrow_peak_of_a_streamed_csv(tmp_path / "warm.csv", 1_000)
+    small = _arrow_peak_of_a_streamed_csv(tmp_path / "small.csv", 30_000)  # ~0.8 MB
+    large = _arrow_peak_of_a_streamed_csv(tmp_path / "large.csv", 300_000)  # ~8 MB
+    # The file at once would be ~5 MB of parsed columns and 8 MB of text; the read-ahead is
+    # some 32 blocks of text and a parsed block per CPU, whatever the file's length.
+    assert large <= small + 64 * block, (small, large)
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_a_streamed_csv_with_lines_longer_than_a_block_reads_every_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wide: bool) -> None:
+    # A header (wide) or a row of 1 KB longer than the streamed block: the rest of the file is
+    # read in whole-file blocks, the rows already read staying read.
+    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", 256)
+    fillers = [f"unused_column_{i:03d}" for i in range(40 if wide else 0)]  # 800 bytes
+    lines = [",".join(["y", "x", "note", *fillers])]
+    for i in range(300):
+        note = "z" * (1000 if i == 150 else 1)
+        lines.append(",".join([f"{i}.5", str(i), note, *["0"] * len(fillers)]))
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(lines) + "\n")
+    spec = captures.ColumnSpec(numbers=("y", "x"))
+    chunks = list(captures.read_chunks(captures.find_captures([path])[0], spec, chunk_rows=64))
+    assert np.concatenate([c.columns["x"] for c in chunks]).tolist() == list(range(300))
+    assert np.concatenate([c.columns["y"] for c in chunks]).tolist() == \
+        [i + 0.5 for i in range(300)]
+    assert [c.start for c in chunks] == np.cumsum([0] + [c.size for c in chunks[:-1]]).tolist()
 
 
 CSV_HEADER = "model,batch_size,schedule_s\n"

@@ -22,7 +22,8 @@ The digest the captures ran on comes from a text column named after the key (`at
 Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`).
 
 Memory: Parquet streams by row batches (and, read whole, fills arrays of the file's length
-batch by batch); CSV streams by blocks; a JSON Lines file is parsed whole and then cut into
+batch by batch); CSV streams by blocks (small ones, `_STREAM_BLOCK_BYTES`, as pyarrow reads
+ahead 32 of them); a JSON Lines file is parsed whole and then cut into
 chunks, so keep tall capture sets in Parquet or CSV.
 
 Bounds (issue 7): a CSV header line is at most `MAX_HEADER_BYTES`, a JSON Lines record at most
@@ -64,6 +65,12 @@ KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, each optionally .gz"
 METADATA_PREFIX = "lawkit."
 _GLOB_CHARS = set("*?[")
 _BLOCK_BYTES = 16 << 20
+"""The block size of a whole-file read (pyarrow parses one block per thread)."""
+_STREAM_BLOCK_BYTES = 1 << 20
+"""The block size of a streamed CSV read: pyarrow's streaming CSV reader reads up to 32 blocks
+ahead of the consumer (a fixed background queue, apache/arrow ARROW-12090) and parses one more
+per CPU, so a streamed read holds about 32 x this of raw text plus the parsed blocks: 1 MiB
+blocks bound it near 40 MiB where 16 MiB blocks held up to 600 MiB of a large file (issue 13)."""
 MAX_HEADER_BYTES = 1 << 20
 """The longest CSV header line read: 1 MiB, some 100,000 column names."""
 MAX_JSON_LINE_BYTES = 256 << 10
@@ -551,7 +558,8 @@ class _CsvReader(_Reader):
             first[0] = first[0][1:]
         return first
 
-    def _arrow_batches(self, *, as_text: bool, skip: int = 0) -> Iterator[Any]:
+    def _arrow_batches(self, *, as_text: bool, skip: int = 0, block: int | None = None,
+                       ) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
@@ -561,7 +569,9 @@ class _CsvReader(_Reader):
         convert = pcsv.ConvertOptions(include_columns=self.wanted(), column_types=types,
                                       null_values=[""], strings_can_be_null=True,
                                       quoted_strings_can_be_null=False)
-        read = pcsv.ReadOptions(block_size=_BLOCK_BYTES, skip_rows_after_names=skip)
+        if block is None:
+            block = _BLOCK_BYTES if self.chunk_rows is None else _STREAM_BLOCK_BYTES
+        read = pcsv.ReadOptions(block_size=block, skip_rows_after_names=skip)
         source = self._source()
         if self.chunk_rows is None:
             try:
@@ -580,11 +590,17 @@ class _CsvReader(_Reader):
                     yield batch
                     done += batch.num_rows
         except pa.ArrowInvalid as exc:
+            if block < _BLOCK_BYTES and _is_block_too_small(exc):
+                # A line (the header, or a row) longer than a streamed block: the rest in
+                # blocks as large as a whole-file read's.
+                yield from self._arrow_batches(as_text=as_text, skip=skip + done,
+                                               block=_BLOCK_BYTES)
+                return
             if as_text or not _is_conversion_error(exc):
                 raise
             # A later block holds text in a number column: read the rest as text (the rows
             # already read stay read) so that the error or --drop-invalid can name the row.
-            yield from self._arrow_batches(as_text=True, skip=skip + done)
+            yield from self._arrow_batches(as_text=True, skip=skip + done, block=block)
 
     def _source(self) -> Any:
         import pyarrow as pa
@@ -928,6 +944,12 @@ def _clip(value: Any) -> str:
 
 def _is_conversion_error(exc: Exception) -> bool:
     return "conversion error" in str(exc).lower()
+
+
+def _is_block_too_small(exc: Exception) -> bool:
+    """Whether pyarrow's CSV reader failed on a line longer than its block."""
+    text = str(exc).lower()
+    return "straddles two block boundaries" in text or "cannot infer number of columns" in text
 
 
 def _open_text(capture: Capture) -> IO[str]:
