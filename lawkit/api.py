@@ -94,13 +94,19 @@ def rekey(
     laws: str | Path | None = None,
     config: str | Path | None = None,
     at: datetime.datetime | None = None,
+    require: str | None = None,
 ) -> RekeyReport:
-    """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit."""
+    """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit.
+
+    `require="untouched"` refuses (nothing written) unless every file's footprint verdict is
+    `untouched`; the report's `verdicts` hold each file's.
+    """
     from lawkit.keying.rekey import rekey as rekey_files
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
     return rekey_files(ws, why=why, refs=refs, to=to, from_=from_, adopt=adopt, dry_run=dry_run,
-                       paths=[Path(p) for p in paths] if paths is not None else None, at=at)
+                       paths=[Path(p) for p in paths] if paths is not None else None, at=at,
+                       require=require)
 
 
 def fit(
@@ -119,6 +125,7 @@ def fit(
     allow_mixed_digests: bool = False,
     drop_invalid: bool = False,
     weight: str | None = None,
+    footprint: str | Path | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -126,7 +133,8 @@ def fit(
 ) -> FitReport:
     """`lawkit fit`: fit laws from captures into `out` (nothing written with `write=False`).
 
-    `formula` and `by` take one value or several (`by="model,tp"` as on the command line).
+    `formula` and `by` take one value or several (`by="model,tp"` as on the command line);
+    `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`).
     """
     from lawkit.fitting import fit as lib
 
@@ -136,7 +144,8 @@ def fit(
         by=[c.strip() for item in _strings(by) for c in item.split(",") if c.strip()],
         where=where, method=method, holdout=holdout, labels=dict(labels or {}), name=name,
         captured_on=captured_on, allow_negative=allow_negative,
-        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight)
+        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
+        footprint=Path(footprint) if footprint is not None else None)
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 
 

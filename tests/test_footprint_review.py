@@ -240,3 +240,10 @@ def test_a_footprint_outside_the_repository_gives_review_the_verdict_unknown(rep
     assert result.returncode == 0, result.stderr
     [verdict] = json.loads(result.stdout)["footprints"]
     assert (verdict["verdict"], verdict["footprint"]) == ("unknown", str(outside))
+
+
+def test_require_takes_only_untouched(repo: Path) -> None:
+    for command in (["rekey", "--why", "w"], ["review", "--base", "HEAD"]):
+        result = lawkit(*command, "--require", "steps", cwd=repo)
+        assert result.returncode == 2
+        assert "--require 'steps': expected one of untouched" in result.stderr
