@@ -94,13 +94,19 @@ def rekey(
     laws: str | Path | None = None,
     config: str | Path | None = None,
     at: datetime.datetime | None = None,
+    require: str | None = None,
 ) -> RekeyReport:
-    """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit."""
+    """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit.
+
+    `require="untouched"` refuses (nothing written) unless every file's footprint verdict is
+    `untouched`; the report's `verdicts` hold each file's.
+    """
     from lawkit.keying.rekey import rekey as rekey_files
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
     return rekey_files(ws, why=why, refs=refs, to=to, from_=from_, adopt=adopt, dry_run=dry_run,
-                       paths=[Path(p) for p in paths] if paths is not None else None, at=at)
+                       paths=[Path(p) for p in paths] if paths is not None else None, at=at,
+                       require=require)
 
 
 def fit(
@@ -120,6 +126,7 @@ def fit(
     drop_invalid: bool = False,
     weight: str | None = None,
     cv: str | int | None = None,
+    footprint: str | Path | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -128,7 +135,8 @@ def fit(
     """`lawkit fit`: fit laws from captures into `out` (nothing written with `write=False`).
 
     `formula` and `by` take one value or several (`by="model,tp"` as on the command line);
-    `cv` is `--cv`: a column (leave one value out) or a number of folds.
+    `cv` is `--cv`: a column (leave one value out) or a number of folds;
+    `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`).
     """
     from lawkit.fitting import fit as lib
 
@@ -139,7 +147,8 @@ def fit(
         where=where, method=method, holdout=holdout, labels=dict(labels or {}), name=name,
         captured_on=captured_on, allow_negative=allow_negative,
         allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
-        cv=None if cv is None else str(cv))
+        cv=None if cv is None else str(cv),
+        footprint=Path(footprint) if footprint is not None else None)
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 
 

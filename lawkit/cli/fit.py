@@ -69,6 +69,10 @@ def fit(
         "--dask", metavar="SCHEDULER_ADDRESS|local[:N]", help="Read and fold the captures on a "
         "Dask cluster (needs the 'dask' extra): one task per file or Parquet row groups. "
         "local[:N] starts N worker processes here (2).", show_default=False)] = None,
+    footprint: Annotated[Path | None, typer.Option(
+        "--footprint", help="The footprint of the capture runs (lawkit footprint record), "
+        "recorded on the captures' digest: named with its sha256 in the fit entry, so that "
+        "rekey and review can say what a later change touches.", show_default=False)] = None,
     json: JsonOption = False,
     engine: EngineOption = None,
     config: ConfigOption = None,
@@ -102,7 +106,8 @@ def fit(
             by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
             holdout=holdout, labels=labels, name=name, captured_on=captured_on,
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
-            drop_invalid=drop_invalid, weight=weight, dask=dask, cv=cv)
+            drop_invalid=drop_invalid, weight=weight, dask=dask, cv=cv,
+            footprint=footprint)
         if plot is not None:
             from lawkit.fitting.plot import check_plot_path
 

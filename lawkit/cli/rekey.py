@@ -42,6 +42,10 @@ def rekey(
         "without provenance, at the digest it names, and change nothing else.")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the unified diff and write nothing.")] = False,
+    require: Annotated[str | None, typer.Option(
+        "--require", metavar="untouched", help="Refuse (exit 2, nothing written) unless every "
+        "file re-keyed has the footprint verdict untouched: only engine code its capture runs "
+        "never ran changed.", show_default=False)] = None,
     json: JsonOption = False,
     cache: CacheOption = None,
     engine: EngineOption = None,
@@ -49,6 +53,9 @@ def rekey(
     config: ConfigOption = None,
 ) -> None:
     """Give every stale law the new key and one appended rekey entry; nothing else changes.
+
+    Each file re-keyed that names a footprint (fit --footprint) gets its verdict against the
+    engine's work tree: untouched, startup, steps or unknown.
 
     Exit 0 when done (or nothing to do), 2 on a refusal: then nothing at all was written.
     """
@@ -61,7 +68,8 @@ def rekey(
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,
                            dry_run=dry_run, paths=paths or None,
-                           cache=CheckCache(ws.laws) if cache_wanted(cache) else None)
+                           cache=CheckCache(ws.laws) if cache_wanted(cache) else None,
+                           require=require)
         if json:
             print_json(report.to_json())
         elif dry_run:

@@ -33,12 +33,20 @@ def review(
     format: Annotated[ReviewFormat, typer.Option(
         "--format", help="text, json (one document), github (workflow annotations) or "
         "markdown (a comment body).")] = ReviewFormat.text,
+    require: Annotated[str | None, typer.Option(
+        "--require", metavar="untouched", help="A finding (exit 1) for every law file at head "
+        "whose footprint verdict is not untouched (no footprint: unknown, a finding too).",
+        show_default=False)] = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Classify and verify every law file changed since --base (rekey, refit, adopt, new,
     removed, hand-edit), from git objects, without a checkout.
+
+    Also lists the units of each engine file changed, and the footprint verdict (untouched,
+    startup, steps or unknown) of each law file whose fit names a footprint (fit --footprint),
+    read from git objects at head.
 
     Exit 0 when everything verifies; 1 with findings (a hand-edit, an invalid, stale or
     forgotten law, a re-key that does not chain from the base's key, a merge that conflicts or
@@ -52,7 +60,7 @@ def review(
         from lawkit.keying.review.verify import review as review_change
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
-        report = review_change(ws, base, head, merge_with)
+        report = review_change(ws, base, head, merge_with, require)
         if format is ReviewFormat.json:
             print_json(report.to_json())
         elif format is ReviewFormat.github:

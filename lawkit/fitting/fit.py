@@ -44,7 +44,8 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
 The law's `domain` is {feature: [min, max]} over the rows fitted. The file gets one provenance
 entry: `{fit: {digest, at, records, body, captures: [{path, sha256}], lawkit}}` (`records`: the
 rows fitted, selected by at least one law and not held out), with
-`digests` listing every digest seen when `--allow-mixed-digests` let several through.
+`digests` listing every digest seen when `--allow-mixed-digests` let several through, and
+`footprint: {path, sha256}` naming the footprint of the capture runs given with `--footprint`.
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ class FitRequest:
     cv: str | None = None
     """Cross-validate every law: a column (leave one of its values out in turn) or a number
     of folds (`lawkit.fitting.crossval`)."""
+    footprint: Path | None = None
+    """A footprint of the capture runs (`lawkit footprint record`): refused unless recorded on
+    the captures' digest, and named with its sha256 in the `fit` entry (DESIGN section 11)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,8 @@ class FitReport:
     at: str
     labels: dict[str, Any]
     kept: list[str] = field(default_factory=list)
+    footprint: dict[str, str] | None = None
+    """The footprint the fit is bound to: `{path, sha256}`, the path from the workspace root."""
     dropped: int = 0
     """Rows dropped (--drop-invalid) for an empty or invalid selection or digest value; the
     rows each law dropped for its fitted columns are in its `fit.dropped`."""
@@ -208,6 +214,8 @@ class FitReport:
                                  "lawkit": __version__}
         if len(self.digests) > 1:
             entry["digests"] = self.digests
+        if self.footprint is not None:
+            entry["footprint"] = self.footprint
         return entry
 
     def to_json(self) -> dict[str, Any]:
@@ -339,6 +347,11 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     out = Path(request.out)
     scan = runner.scan(specs, request)
     digest, digests = _resolve_digest(scan, request, ws)  # before the fits: it fails fast
+    bound = None
+    if request.footprint is not None:
+        from lawkit.footprint.binding import bind_footprint
+
+        bound = bind_footprint(ws, Path(request.footprint), digest)[1].to_json()
     laws = _expand(specs, scan, request)
     _check_names([law.name for law in laws])
     split = Split.of(request, len(found))
@@ -361,7 +374,7 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     labels.update(request.labels)
     return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
                      records=scan.fitted, captures=records, at=_timestamp(request.now),
-                     labels=labels, kept=kept, dropped=scan.dropped)
+                     labels=labels, kept=kept, dropped=scan.dropped, footprint=bound)
 
 
 # -- planning -------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from lawkit.keying.check import (
     read_law_file,
 )
 from lawkit.keying.digest import current_digest
+from lawkit.keying.footprints import FileVerdict
 from lawkit.lawfiles import lawbytes, lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
@@ -72,6 +73,9 @@ class RekeyReport:
     unchanged: list[str] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     diff: str = ""
+    verdicts: list[FileVerdict] = field(default_factory=list)
+    """The footprint verdict of each file re-keyed, against the work tree (DESIGN section 11)."""
+    require: str | None = None
 
     def lines(self) -> list[str]:
         """One line per file changed or skipped, then the summary."""
@@ -84,8 +88,14 @@ class RekeyReport:
             else:
                 out.append(f"{verb}{'rekey' if verb else 'rekeyed'} {c.path}: {c.from_} -> "
                            f"{c.to}")
+                out += self._verdict_lines(c.path)
         out += [f"skipped {s.path}: {s.reason}" for s in self.skipped]
         return [*out, self.summary()]
+
+    def _verdict_lines(self, path: str) -> list[str]:
+        """A re-keyed file's footprint verdict, when it names a footprint or one is required."""
+        return [f"  footprint verdict {v.summary()}" for v in self.verdicts
+                if v.path == path and (v.footprint is not None or self.require is not None)]
 
     def summary(self) -> str:
         """One line: how many files changed, were already at the target, were skipped."""
@@ -115,6 +125,7 @@ class RekeyReport:
             "unchanged": self.unchanged,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "diff": self.diff,
+            "verdicts": [v.to_json() for v in self.verdicts],
         }
 
 
@@ -163,12 +174,14 @@ def rekey(
     paths: Sequence[Path] | None = None,
     at: datetime.datetime | None = None,
     cache: CheckCache | None = None,
+    require: str | None = None,
 ) -> RekeyReport:
     """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
 
     With `adopt`, append an `adopt` entry to each file that has no provenance instead. With
     `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not validated
-    again, and what `check` will find in each file written goes into it.
+    again, and what `check` will find in each file written goes into it. With `require`
+    ("untouched"), a file re-keyed whose footprint verdict differs is a refusal.
     """
     length, key = ws.digest.length, ws.digest.key
     why = _one_line(why, "--why")
@@ -178,12 +191,13 @@ def rekey(
     if adopt and to is not None:
         raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
                           "file names; run lawkit rekey afterwards to move the keys")
+    _check_require(require, adopt)
     target = None if adopt else \
         _check_digest(to, "--to", length) if to is not None else current_digest(ws)
     files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
     stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-    report = RekeyReport(key=key, to=target, adopt=adopt, dry_run=dry_run)
+    report = RekeyReport(key=key, to=target, adopt=adopt, dry_run=dry_run, require=require)
     lock = contextlib.nullcontext() if dry_run else \
         fsio.locked(ws.laws, timeout=LOCK_WAIT_S, shown=ws.rel(ws.laws))
     with lock:
@@ -213,6 +227,8 @@ def rekey(
         if refusals:
             raise _refusal(refusals)
         prepared = [o for o in outcomes if isinstance(o, _Prepared)]
+        if not adopt:
+            report.verdicts.extend(_verdicts(ws, prepared, require))
         report.changed.extend(p.change for p in prepared)
         report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
         report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
@@ -344,6 +360,41 @@ def _verified(raw: bytes, law_file: lawfile.LawFile | lawfile.LawText,
                            "file: split its laws over several files (or give a shorter --why)",
                            path=shown)
     return new, yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
+
+
+def _check_require(require: str | None, adopt: bool) -> None:
+    from lawkit.keying.footprints import check_require
+
+    check_require(require)
+    if require is not None and adopt:
+        raise LawkitError("--require does not apply with --adopt: an adoption moves no key")
+
+
+def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
+              ) -> list[FileVerdict]:
+    """Each file's footprint verdict against the engine's work tree (what runs now, whatever
+    --to says); a refusal when `require` is given and one differs. The work tree is read only
+    when a file names a footprint."""
+    from lawkit.keying import footprints
+
+    files = [(p.shown, p.old) for p in prepared]
+    if not any(b"footprint" in raw for _shown, raw in files):
+        verdicts = [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
+    else:
+        from lawkit.footprint.history import git_old_source
+        from lawkit.footprint.trees import work_tree_sources
+
+        verdicts = footprints.verdicts_of(ws, files, work_tree_sources(ws.digest),
+                                          old_source=git_old_source(ws.digest))
+    bad = footprints.failing(verdicts, require)
+    if bad:
+        more = f" ({len(bad) - 1} more file{'s' if len(bad) != 2 else ''} too)" \
+            if len(bad) > 1 else ""
+        fix = "fit it with --footprint" if bad[0].diff is None else \
+            "the change touches code the capture runs executed: refit from fresh captures"
+        raise RefusalError(f"--require {require}: footprint verdict {bad[0].summary()}{more}; "
+                           f"{fix}; nothing was written", path=bad[0].path)
+    return verdicts
 
 
 def _diff(prepared: list[_Prepared]) -> str:

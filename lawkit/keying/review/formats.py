@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 from lawkit.keying.annotations import annotation
+from lawkit.keying.review.footprints import EngineFileUnits, grouped
 from lawkit.keying.review.lawchange import FileReview, Finding
 from lawkit.keying.review.verify import CLASSES, ReviewReport
 
@@ -14,6 +15,9 @@ MARKDOWN_OK_ROWS = 50
 """Verified files listed one per row in a Markdown report; the rest are counted in one row."""
 MARKDOWN_ENGINE_LINES = 200
 """Engine files listed in a Markdown report; the rest are counted."""
+GITHUB_NOTICES = 50
+"""Footprint verdicts annotated, and engine files whose units the summary lists, in a GitHub
+report; `--format json` has them all."""
 
 _DONE = {"rekey": "re-keyed", "refit": "refitted", "adopt": "adopted", "new": "new",
          "removed": "removed", "hand-edit": "hand-edited", "invalid": "invalid",
@@ -36,9 +40,10 @@ def as_text(report: ReviewReport) -> str:
     if len(engine):
         lines.append(f"engine files changed since base ({len(engine)}), which the re-keys vouch "
                      "cannot move host time:")
-        lines += [f"  {how:<8} {path}" for how, path in engine.lines()]
+        lines += _engine_text(report)
     else:
         lines.append("no hashed engine file changed since base")
+    lines += _footprints_text(report)
     if report.merge is not None:
         lines.append(_merge_line(report))
         lines += [f"  {how:<8} {path}" for how, path in report.merge.moved.lines()]
@@ -60,6 +65,11 @@ def as_github(report: ReviewReport) -> str:
                     "changed since base")
     if report.merge is not None:
         summary += f"; {_merge_line(report)}"
+    lines += _footprints_github(report)
+    units = [f"{f.how} {f.path}: {f.summary()}"
+             + "".join(f"; {u.text().replace('  ', ' ')}" for u in f.units)
+             for f in report.engine_units[:GITHUB_NOTICES]]
+    summary += "".join(f"\n{line}" for line in units)
     lines.append(_annotation("notice", summary, None, title="lawkit review"))
     return "\n".join(lines) + "\n"
 
@@ -97,13 +107,17 @@ def as_markdown(report: ReviewReport) -> str:
         out += [f"<details><summary>{len(engine)} hashed engine file{_s(len(engine))} changed "
                 "since base: what the re-keys vouch cannot move host time</summary>", ""]
         listed = engine.lines()
-        out += [f"- {how} {_code(path)}" for how, path in listed[:MARKDOWN_ENGINE_LINES]]
+        units = {f.path: f for f in report.engine_units}
+        for how, path in listed[:MARKDOWN_ENGINE_LINES]:
+            out.append(f"- {how} {_code(path)}")
+            out += _md_units(units.get(path))
         if len(listed) > MARKDOWN_ENGINE_LINES:
             out.append(f"- … and {len(listed) - MARKDOWN_ENGINE_LINES} more (lawkit review "
                        "--format json lists them all)")
         out += ["", "</details>", ""]
     else:
         out += ["No hashed engine file changed since base.", ""]
+    out += _footprints_markdown(report)
     if report.merge is not None:
         m = report.merge
         out.append(f"{'❌' if m.findings else '✅'} {_md(_merge_line(report))}")
@@ -111,6 +125,97 @@ def as_markdown(report: ReviewReport) -> str:
         out += [f"- {_md(f.message)}" for f in m.findings if f.kind == "merge-conflict"]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _engine_text(report: ReviewReport) -> list[str]:
+    """One line per engine file changed, with its units below it."""
+    units = {f.path: f for f in report.engine_units}
+    lines = []
+    for how, path in report.engine.lines():
+        file = units.get(path)
+        lines.append(f"  {how:<8} {path}")
+        if file is not None and file.how == "changed" and file.layout_only:
+            lines.append("      (layout, comments or docstrings only)")
+        lines += [f"      {u.text()}" for u in (file.units if file else ())]
+    return lines
+
+
+def _footprints_text(report: ReviewReport) -> list[str]:
+    """Each law file's footprint verdict, then the units behind each footprint's."""
+    if not report.footprints:
+        return []
+    n = len(report.footprints)
+    lines = [f"footprint verdicts at head ({n} law file{_s(n)} naming a footprint):"]
+    width = max(len(v.path) for v in report.footprints)
+    lines += [f"  {v.path:<{width}}  {v.verdict:<9}  footprint {v.footprint}"
+              + (f" ({v.why_unknown})" if v.diff is None else "") for v in report.footprints]
+    for path, v in grouped(report.footprints):
+        assert v.diff is not None
+        lines.append(f"  footprint {path}: {v.summary().partition(': ')[0]}, {report.key} "
+                     f"{v.diff.footprint_digest} (recorded) -> {v.diff.target_digest} (head)")
+        lines += [f"      {u.line()}" for u in v.diff.units]
+    return lines
+
+
+def _footprints_github(report: ReviewReport) -> list[str]:
+    """A notice per law file's footprint verdict, on the law file."""
+    out = []
+    for v in report.footprints[:GITHUB_NOTICES]:
+        units = "\n".join(u.line() for u in v.diff.units) if v.diff is not None else ""
+        out.append(_annotation("notice", f"footprint verdict {v.summary()}"
+                               + (f"\n{units}" if units else ""),
+                               Finding("footprint", "", v.path),
+                               title=f"lawkit review: footprint {v.verdict}"))
+    return out
+
+
+def _md_units(file: EngineFileUnits | None) -> list[str]:
+    """An engine file's units, as a list nested under its line."""
+    if file is None:
+        return []
+    out = ["  - layout, comments or docstrings only"] if file.how == "changed" and \
+        file.layout_only else []
+    out += [f"  - {u.change} {_code(u.unit)}" + (" (layout only)" if u.layout_only else "")
+            for u in file.units[:MARKDOWN_ENGINE_LINES]]
+    if len(file.units) > MARKDOWN_ENGINE_LINES:
+        out.append(f"  - … and {len(file.units) - MARKDOWN_ENGINE_LINES} more")
+    return out
+
+
+_VERDICT_MARK = {"untouched": "✅", "startup": "⚠️", "steps": "❌", "unknown": "❔"}
+
+
+def _footprints_markdown(report: ReviewReport) -> list[str]:
+    """A table of law files' footprint verdicts, then the units behind each footprint's."""
+    if not report.footprints:
+        return []
+    out = ["| law file | footprint verdict | footprint |", "|---|---|---|"]
+    for v in report.footprints[:MARKDOWN_OK_ROWS]:
+        why = f" ({_md(v.why_unknown)})" if v.diff is None else ""
+        out.append(f"| {_code(v.path)} | {_VERDICT_MARK.get(v.verdict, '')} {v.verdict}{why} | "
+                   f"{_code(v.footprint or '')} |")
+    if len(report.footprints) > MARKDOWN_OK_ROWS:
+        out.append(f"| … {len(report.footprints) - MARKDOWN_OK_ROWS} more | | |")
+    out.append("")
+    for path, v in grouped(report.footprints):
+        assert v.diff is not None
+        out += [f"<details><summary>footprint <code>{_html(path)}</code>: "
+                f"{_html(v.summary().partition(': ')[0])}, {len(v.diff.units)} unit"
+                f"{_s(len(v.diff.units))} changed, absent or new</summary>", ""]
+        out += [f"- {u.change} {_code(u.path)} {_code(u.unit)}: "
+                + _md(f"ran in {', '.join(u.phases)}" if u.phases else
+                      ("new" if u.change == "new" else "never ran"))
+                + f", counts as {u.counts_as}" + (" (layout only)" if u.layout_only else "")
+                for u in v.diff.units[:MARKDOWN_ENGINE_LINES]]
+        if len(v.diff.units) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(v.diff.units) - MARKDOWN_ENGINE_LINES} more (lawkit review "
+                       "--format json lists them all)")
+        out += ["", "</details>", ""]
+    return out
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _verdict(report: ReviewReport) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import src_digest
 from lawkit.config import DigestConfig, Workspace
@@ -35,6 +35,10 @@ from lawkit.keying.review.lawchange import (
 )
 from lawkit.lawfiles import lawbytes
 from lawkit.workers import map_in_workers
+
+if TYPE_CHECKING:
+    from lawkit.keying.footprints import FileVerdict
+    from lawkit.keying.review.footprints import EngineFileUnits
 
 __all__ = [
     "CLASSES",
@@ -113,12 +117,19 @@ class ReviewReport:
     unchanged: int
     engine: EngineChanges
     merge: MergeReview | None = None
+    engine_units: tuple[EngineFileUnits, ...] = ()
+    """The units of each engine file changed (`lawkit.keying.review.footprints`)."""
+    footprints: tuple[FileVerdict, ...] = ()
+    """The footprint verdict at head of each law file that names a footprint."""
+    footprint_findings: tuple[Finding, ...] = ()
+    require: str | None = None
 
     @property
     def findings(self) -> list[Finding]:
-        """Every finding: the files' in path order, then the merge's."""
+        """Every finding: the files' in path order, then the merge's, then `--require`'s."""
         out = [f for review in self.files for f in review.findings]
-        return out + list(self.merge.findings if self.merge else ())
+        return out + list(self.merge.findings if self.merge else ()) + \
+            list(self.footprint_findings)
 
     @property
     def exit_code(self) -> int:
@@ -151,6 +162,9 @@ class ReviewReport:
                        "findings": [_finding_json(f) for f in r.findings]} for r in self.files],
             "engine": self.engine.to_json(),
             "merge": merge,
+            "engine_units": [f.to_json() for f in self.engine_units],
+            "footprints": [v.to_json() for v in self.footprints],
+            "require": self.require,
             "findings": [_finding_json(f) for f in self.findings],
         }
 
@@ -165,8 +179,16 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 
 
 def review(ws: Workspace, base: str, head: str = "HEAD",
-           merge_with: str | None = None) -> ReviewReport:
-    """Classify and verify every law file changed from `base` to `head`, from git objects."""
+           merge_with: str | None = None, require: str | None = None) -> ReviewReport:
+    """Classify and verify every law file changed from `base` to `head`, from git objects.
+
+    With `require` ("untouched"), a law file at head whose footprint verdict differs is a
+    finding (`lawkit.keying.review.footprints`).
+    """
+    from lawkit.keying.footprints import check_require
+    from lawkit.keying.review import footprints
+
+    check_require(require)
     repo = gitobjects.locate(ws)
     top, cfg = repo.top, ws.digest
     base_commit = gitobjects.resolve_commit(top, base, "base")
@@ -228,6 +250,8 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     if merged is not None and merge_with is not None and other is not None:
         merge_review = _merge_review(cfg, repo, merge_with, other, merged, merge_sel, blobs,
                                      head_manifest)
+    verdicts, footprint_findings = footprints.head_verdicts(
+        ws, repo, head_commit, head, head_laws, blobs, base_sel, head_sel, head_digest, require)
     return ReviewReport(
         key=cfg.key,
         base=Revision(base, base_commit, base_digest),
@@ -236,6 +260,10 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
         unchanged=unchanged,
         engine=_engine_changes(repo, base_manifest, head_manifest),
         merge=merge_review,
+        engine_units=footprints.engine_units(repo, base_sel, head_sel, blobs),
+        footprints=verdicts,
+        footprint_findings=footprint_findings,
+        require=require,
     )
 
 
