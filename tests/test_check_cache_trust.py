@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from lawfiles import make_workspace
 from typer.testing import CliRunner
+from workspaces import make_workspace
 
 from lawkit.cli import app
 from lawkit.keying import check as check_module

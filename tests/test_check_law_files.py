@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lawfiles import OLD, law_text, make_workspace
 from reliability import one_line_exit_2
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lawfiles import make_workspace
 from reliability import LAWKIT
 from typer.testing import CliRunner
+from workspaces import make_workspace
 
 from lawkit import __version__
 from lawkit.cli import app

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lawfiles import make_workspace
 from reliability import one_line_exit_2
 from typer.testing import CliRunner
+from workspaces import make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app

@@ -59,9 +59,9 @@ def test_a_csv_with_two_columns_of_one_name_is_refused_naming_it(tmp_path: Path)
 @pytest.mark.parametrize("rev", ["", "  "])
 def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Path,
                                                                    rev: str) -> None:
-    from lawfiles import make_engine
     from reliability import one_line_exit_2
     from typer.testing import CliRunner
+    from workspaces import make_engine
 
     from lawkit.cli import app
 
@@ -72,8 +72,8 @@ def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Pat
 
 def test_digest_explain_outside_git_prints_the_digest_then_why_it_cannot_explain(
         tmp_path: Path) -> None:
-    from lawfiles import make_engine
     from typer.testing import CliRunner
+    from workspaces import make_engine
 
     from lawkit.cli import app
 

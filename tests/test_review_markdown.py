@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from lawfiles import OLD, law_text, make_workspace
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 

@@ -17,7 +17,8 @@ def _sources() -> dict[str, str]:
 
 def test_git_runs_through_one_runner_in_src_digest() -> None:
     running = sorted(name for name, text in _sources().items() if "import subprocess" in text)
-    assert running == ["src_digest/git.py"], running
+    # footprint record runs the user's command, never git
+    assert running == ["lawkit/footprint/record.py", "src_digest/git.py"], running
 
 
 def test_annotations_are_escaped_in_one_place() -> None:
@@ -29,7 +30,7 @@ def test_a_git_failure_in_review_still_names_the_revision(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from lawfiles import make_workspace
+    from workspaces import make_workspace
 
     from lawkit.cli import app
 

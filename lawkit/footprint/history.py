@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Callable
 
 import src_digest
@@ -37,14 +36,16 @@ def _search(config: DigestConfig, relpath: str, sha256: str) -> bytes | None:
     except src_digest.DigestError:
         return None
     path = "/".join(p for p in (prefix, relpath) if p)
-    proc = subprocess.run(
-        ["git", "-C", top, "--literal-pathspecs", "log", "--all", "--format=", "--raw",
-         "--no-abbrev", "--no-renames", "-n", str(MAX_VERSIONS), "--", path],
-        capture_output=True, check=False)
-    if proc.returncode != 0:
+    try:
+        code, out, _ = src_digest.run_git(top, [
+            "--literal-pathspecs", "log", "--all", "--format=", "--raw", "--no-abbrev",
+            "--no-renames", "-n", str(MAX_VERSIONS), "--", path])
+    except src_digest.DigestError:
+        return None
+    if code != 0:
         return None
     oids: list[str] = []
-    for line in proc.stdout.decode("ascii", "replace").splitlines():
+    for line in out.decode("ascii", "replace").splitlines():
         fields = line.split("\t", 1)[0].split()
         if len(fields) >= 4:
             oids += [o for o in fields[2:4] if o.strip("0")]
