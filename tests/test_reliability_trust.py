@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lawfiles import OLD, law_text, make_workspace
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reliability import one_line_exit_2
 from typer.testing import CliRunner
+from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 from lawkit.lawfiles import lawbytes
@@ -82,3 +85,74 @@ def test_review_refuses_a_huge_law_blob_by_its_size_without_reading_it(tmp_path:
     assert "larger than 1 MiB" in outcome.stdout, outcome.stdout
     assert outcome.seconds < 2.0, outcome.seconds
     assert outcome.max_rss_mb < 150, outcome.max_rss_mb
+
+
+# -- text lawkit writes reads back (issue 14 item 10) -----------------------------------------
+
+UNREADABLE = "\x7f\x80\x85\x9f\u2028\u2029\ufeff\uffff\U0010ffff\x00\x1b\t\r\n\"\\ a"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.text(), st.text(min_size=1), st.text())
+def test_every_text_lawkit_writes_reads_back_the_same(label: str, key: str, name: str,
+                                                      value: str) -> None:
+    import yaml
+
+    from lawkit.lawfiles import lawfile, lawwrite
+
+    law = {"name": name, "target": "host_s", "where": {key or "k": value},
+           "terms": {"1": 1.0}}
+    rekey = {"from": "59e9ff5a", "to": "8927e824", "at": "2026-11-10T09:12:44Z", "why": value,
+             "refs": [value]}
+    text = lawwrite.law_file_text(labels={key or "k": label}, key_name="atom", key="8927e824",
+                                  laws=[law], provenance=[("rekey", rekey)])
+    read = lawfile.parse(text.encode("utf-8"), "x.yaml")
+    assert read.labels == {key or "k": label}
+    assert read.host.laws[0].name == name
+    assert read.host.laws[0].where == {key or "k": value}
+    assert read.host.provenance[0].model_dump()["rekey"]["why"] == value
+    for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        data = yaml.load(text, Loader=loader)
+        assert data["labels"] == {key or "k": label}
+        assert data["host"]["provenance"][0]["rekey"]["why"] == value
+
+
+def test_fit_writes_control_characters_of_a_label_name_and_by_value_that_check_reads(
+        tmp_path: Path) -> None:
+    import yaml
+
+    make_workspace(tmp_path, 0)
+    odd = "a\x7fb\x85c\ufffe\x9b"
+    rows = "".join(f"{n},{0.5 + 0.1 * n},{g}\n" for n in range(1, 9) for g in (odd, "plain"))
+    (tmp_path / "run.csv").write_text("n,host_s,group\n" + rows, encoding="utf-8")
+    out = tmp_path / "laws" / "odd.yaml"
+    result = runner.invoke(app, ["fit", "run.csv", "--formula", "host_s ~ 1 + n",
+                                 "--label", f"cell={odd}", "--captured-on", "current",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["fit", "run.csv", "--formula", "host_s ~ 1 + n", "--by",
+                                 "group", "--captured-on", "current", "--out",
+                                 str(tmp_path / "laws" / "by.yaml")])
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert data["labels"] == {"cell": odd}
+    by = yaml.safe_load((tmp_path / "laws" / "by.yaml").read_text(encoding="utf-8"))
+    assert [law["where"] for law in by["host"]["laws"]] == [{"group": odd}, {"group": "plain"}]
+    assert runner.invoke(app, ["check"]).exit_code == 0, runner.invoke(app, ["check"]).output
+
+
+def test_the_writer_escapes_every_character_yaml_cannot_read_raw() -> None:
+    from lawkit.lawfiles.lawwrite import quote
+
+    text = quote(UNREADABLE)
+    assert text == ('"\\x7f\\x80\\x85\\x9f\\u2028\\u2029\\ufeff\\uffff\U0010ffff\\0\\e\\t\\r\\n'
+                    '\\"\\\\ a"')
+
+
+def test_a_lone_surrogate_is_refused_in_one_line_not_written() -> None:
+    from lawkit.errors import LawkitError
+    from lawkit.lawfiles.lawwrite import quote
+
+    with pytest.raises(LawkitError, match="lone surrogate"):
+        quote("bad \udcff byte")
+
