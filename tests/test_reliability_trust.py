@@ -156,3 +156,39 @@ def test_a_lone_surrogate_is_refused_in_one_line_not_written() -> None:
     with pytest.raises(LawkitError, match="lone surrogate"):
         quote("bad \udcff byte")
 
+
+
+# -- a law's filter is validated when the file is read (issue 14 item 11) ---------------------
+
+
+def _bad_filter_workspace(tmp_path: Path) -> Path:
+    from workspaces import laws
+
+    make_workspace(tmp_path, 1)
+    law_dicts = laws(2)
+    law_dicts[1]["filter"] = "num_seqs <= 256"
+    path = tmp_path / "laws" / "bad.yaml"
+    text = law_text(key=OLD, law_dicts=law_dicts)
+    path.write_text(text.replace('"num_seqs <= 256"', '"num_seqs <=="'))
+    return path
+
+
+def test_check_reports_a_law_whose_filter_does_not_parse_as_invalid_at_its_line(
+        tmp_path: Path) -> None:
+    path = _bad_filter_workspace(tmp_path)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "<==" in text)
+    result = runner.invoke(app, ["check"])
+    assert result.exit_code == 1, result.output
+    assert f"laws/bad.yaml:{line}: invalid: host.laws[1].filter: where 'num_seqs <=='" \
+        in result.stdout, result.stdout
+
+
+def test_show_and_rekey_refuse_a_law_whose_filter_does_not_parse(tmp_path: Path) -> None:
+    path = _bad_filter_workspace(tmp_path)
+    before = path.read_bytes()
+    one_line_exit_2(runner.invoke(app, ["show", "laws/bad.yaml"]),
+                    "laws/bad.yaml:", "host.laws[1].filter")
+    one_line_exit_2(runner.invoke(app, ["rekey", "--why", "x"]),
+                    "laws/bad.yaml:", "host.laws[1].filter")
+    assert path.read_bytes() == before
+
