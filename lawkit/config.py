@@ -9,11 +9,31 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lawkit.errors import ConfigError, printable
+from lawkit.errors import ConfigError, LawkitError, printable
 
 _TOP_KEYS = {"laws", "digest"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_LOWER_HEX = re.compile(r"[0-9a-f]*\Z")
+
+
+def digest_problem(value: object, length: int) -> str | None:
+    """Why `value` is not a digest lawkit may write for a key of `length` characters, or None:
+    the one rule for every digest lawkit writes (`--captured-on`, `--to`, `--from`, a digest
+    column or metadata of the captures), lowercase hex of exactly that length, as `lawkit
+    digest` prints it (issue 14 item 12)."""
+    if isinstance(value, str) and len(value) == length and _LOWER_HEX.match(value):
+        return None
+    return f"expected a digest of {length} lowercase hex characters, as lawkit digest prints it"
+
+
+def require_digest(value: str, shown: str, length: int) -> str:
+    """`value` when it is a digest (see `digest_problem`), else a LawkitError naming `shown`
+    (the flag, or the file and column the value came from)."""
+    problem = digest_problem(value, length)
+    if problem is not None:
+        raise LawkitError(f"{shown} {printable(repr(value))}: {problem}")
+    return value
 
 
 @dataclass(frozen=True)

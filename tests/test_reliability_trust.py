@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reliability import one_line_exit_2
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
@@ -192,3 +192,57 @@ def test_show_and_rekey_refuse_a_law_whose_filter_does_not_parse(tmp_path: Path)
                     "laws/bad.yaml:", "host.laws[1].filter")
     assert path.read_bytes() == before
 
+
+
+# -- one validation for every digest lawkit writes (issue 14 item 12) -------------------------
+
+
+def _captures(tmp_path: Path, atom: str | None = None) -> Path:
+    rows = "".join(f"{n},{0.5 + 0.1 * n}" + (f",{atom}" if atom is not None else "") + "\n"
+                   for n in range(1, 9))
+    path = tmp_path / "run.csv"
+    path.write_text("n,host_s" + (",atom" if atom is not None else "") + "\n" + rows)
+    return path
+
+
+def _fit(*args: str) -> Result:
+    return runner.invoke(app, ["fit", "run.csv", "--formula", "host_s ~ 1 + n", "--out",
+                               "laws/new.yaml", *args])
+
+
+@pytest.mark.parametrize("value", ["DEADBEEF", "dead", "8927e8245", "8927e82g"])
+def test_fit_refuses_a_captured_on_digest_rekey_to_would_refuse(tmp_path: Path,
+                                                                value: str) -> None:
+    make_workspace(tmp_path, 1)
+    _captures(tmp_path)
+    one_line_exit_2(_fit("--captured-on", value), f"--captured-on {value!r}: expected a digest "
+                    "of 8 lowercase hex characters")
+    one_line_exit_2(runner.invoke(app, ["rekey", "--why", "x", "--to", value]),
+                    f"--to {value!r}: expected a digest of 8 lowercase hex characters")
+    assert not (tmp_path / "laws" / "new.yaml").exists()
+
+
+@pytest.mark.parametrize("value", ["DEADBEEF", "dead"])
+def test_fit_refuses_an_atom_column_value_that_is_not_a_digest_naming_file_column_row(
+        tmp_path: Path, value: str) -> None:
+    make_workspace(tmp_path, 1)
+    _captures(tmp_path, value)
+    one_line_exit_2(_fit(), f"run.csv: column atom, row 1: {value!r}: expected a digest of 8 "
+                    "lowercase hex characters")
+    assert not (tmp_path / "laws" / "new.yaml").exists()
+
+
+def test_fit_refuses_parquet_metadata_that_is_not_a_digest_naming_the_file(
+        tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    make_workspace(tmp_path, 1)
+    table = pa.table({"n": [float(n) for n in range(1, 9)],
+                      "host_s": [0.5 + 0.1 * n for n in range(1, 9)]})
+    pq.write_table(table.replace_schema_metadata({"lawkit.atom": "DEADBEEF"}),
+                   tmp_path / "run.parquet")
+    result = runner.invoke(app, ["fit", "run.parquet", "--formula", "host_s ~ 1 + n",
+                                 "--out", "laws/new.yaml"])
+    one_line_exit_2(result, "run.parquet: metadata lawkit.atom 'DEADBEEF': expected a digest of "
+                    "8 lowercase hex characters")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit import fsio
-from lawkit.config import Workspace
+from lawkit.config import Workspace, require_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.check import (
     SYMLINKED_FOLDER,
@@ -174,12 +174,12 @@ def rekey(
     why = _one_line(why, "--why")
     refs = [_one_line(ref, "--ref") for ref in refs]
     if from_ is not None:
-        _check_digest(from_, "--from", length)
+        require_digest(from_, "--from", length)
     if adopt and to is not None:
         raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
                           "file names; run lawkit rekey afterwards to move the keys")
     target = None if adopt else \
-        _check_digest(to, "--to", length) if to is not None else current_digest(ws)
+        require_digest(to, "--to", length) if to is not None else current_digest(ws)
     files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
     stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -392,13 +392,6 @@ def _refusal(refusals: list[_Refused]) -> RefusalError:
         if more else ""
     return RefusalError(f"{first.detail}; nothing was written{tail}", path=first.path,
                         line=first.line)
-
-
-def _check_digest(value: str, flag: str, length: int) -> str:
-    if not re.fullmatch(f"[0-9a-f]{{{length}}}", value):
-        raise LawkitError(f"{flag} {value!r}: expected a digest of {length} lowercase hex "
-                          "characters, as lawkit digest prints it")
-    return value
 
 
 def _one_line(value: str, flag: str) -> str:
