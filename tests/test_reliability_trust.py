@@ -246,3 +246,47 @@ def test_fit_refuses_parquet_metadata_that_is_not_a_digest_naming_the_file(
                                  "--out", "laws/new.yaml"])
     one_line_exit_2(result, "run.parquet: metadata lawkit.atom 'DEADBEEF': expected a digest of "
                     "8 lowercase hex characters")
+
+
+# -- fraction flags: 0.1 or 10%, never 10 for 10% (issue 14 item 14) --------------------------
+
+
+def _score_workspace(tmp_path: Path) -> None:
+    from lawkit.lawfiles.lawwrite import law_file_text
+
+    law = {"name": "line", "target": "host_s", "terms": {"1": 0.5, "n": 0.1}}
+    (tmp_path / "laws.yaml").write_text(law_file_text(
+        labels=None, key_name="atom", key="1234abcd", laws=[law],
+        provenance=[("adopt", {"digest": "1234abcd", "at": "2026-01-01T00:00:00Z", "why": "t",
+                               "body": "x"})]))
+    rows = "".join(f"{n},{(0.5 + 0.1 * n) * 1.05}\n" for n in range(1, 9))
+    (tmp_path / "caps.csv").write_text("n,host_s\n" + rows)
+
+
+@pytest.mark.parametrize("flag", ["--max-mape", "--holdout"])
+def test_a_fraction_flag_above_1_is_refused_naming_the_fraction_form(tmp_path: Path,
+                                                                     flag: str) -> None:
+    make_workspace(tmp_path, 1)
+    _score_workspace(tmp_path)
+    args = ["score", "laws.yaml", "caps.csv"] if flag == "--max-mape" else \
+        ["fit", "caps.csv", "--formula", "host_s ~ 1 + n", "--captured-on", "current",
+         "--out", "laws/new.yaml"]
+    one_line_exit_2(runner.invoke(app, [*args, flag, "10"]),
+                    f"{flag} 10: a fraction, where 0.1 is 10%: write 0.1 or 10%")
+    for bad in ("-0.1", "nan", "ten", "inf%"):
+        one_line_exit_2(runner.invoke(app, [*args, flag, bad]), f"{flag} {bad!r}: expected a "
+                        "fraction (0.1) or a percentage (10%)")
+
+
+def test_a_percentage_is_a_fraction_flag_value(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 1)
+    _score_workspace(tmp_path)
+    fails = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape", "4%"])
+    assert fails.exit_code == 1, fails.output
+    passes = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape", "10%"])
+    assert passes.exit_code == 0, passes.output
+    assert passes.stdout == runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape",
+                                                "0.1"]).stdout
+    held = runner.invoke(app, ["fit", "caps.csv", "--formula", "host_s ~ 1 + n", "--captured-on",
+                               "current", "--out", "laws/new.yaml", "--holdout", "25%"])
+    assert held.exit_code == 0, held.output
