@@ -89,7 +89,18 @@ _PYCACHE = b"__pycache__"
 
 
 class DigestError(Exception):
-    """The digest cannot be computed; the message is one line a person can act on."""
+    """The digest cannot be computed; the message is one line a person can act on.
+
+    ``config_keys`` names the ``[tool.lawkit.digest]`` keys that would fix it (``"root and
+    packages"``), so that lawkit can say where those are set, or that no config was found.
+    """
+
+    def __init__(self, message: str, *, config_keys: str | None = None) -> None:
+        self.reason = message
+        self.config_keys = None if config_keys is None else \
+            f"[tool.lawkit.digest] {config_keys}".rstrip()
+        super().__init__(message if self.config_keys is None
+                         else f"{message}: check {self.config_keys}")
 
 
 class GitObjectsError(DigestError):
@@ -207,18 +218,18 @@ def manifest_of(
         where = os.fsdecode(root_b)
         if not os.path.isdir(root_b):
             raise DigestError(
-                f"the digest root {where} is not a folder: check [tool.lawkit.digest]"
+                f"the digest root {where} is not a folder", config_keys="root"
             )
         if not any_package:
             raise DigestError(
-                f"none of the packages {list(packages)} exists in {where}: "
-                "check [tool.lawkit.digest] root and packages"
+                f"none of the packages {list(packages)} exists in {where}",
+                config_keys="root and packages",
             )
         raise DigestError(
             f"no file matched include {list(include)} under packages {list(packages)} "
             f"in {where}"
-            + (f" (exclude {list(exclude)})" if exclude else "")
-            + ": check [tool.lawkit.digest]"
+            + (f" (exclude {list(exclude)})" if exclude else ""),
+            config_keys="include and exclude",
         )
     return Manifest(tuple(FileEntry(p, found[p]) for p in sorted(found)))
 

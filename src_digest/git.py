@@ -201,8 +201,8 @@ def manifest_at_rev(
         raise DigestError(
             f"{what}: include {list(include)} under packages {list(packages)} at revision "
             f"{rev!r} in {where}"
-            + (f" (exclude {list(exclude)})" if exclude else "")
-            + ": check [tool.lawkit.digest]"
+            + (f" (exclude {list(exclude)})" if exclude else ""),
+            config_keys="packages, include and exclude",
         )
     blobs = read_blobs(repo_dir, (entry.oid for _, entry in selected))
     return manifest_from_blobs(selected, blobs)

@@ -290,3 +290,23 @@ def test_a_percentage_is_a_fraction_flag_value(tmp_path: Path) -> None:
     held = runner.invoke(app, ["fit", "caps.csv", "--formula", "host_s ~ 1 + n", "--captured-on",
                                "current", "--out", "laws/new.yaml", "--holdout", "25%"])
     assert held.exit_code == 0, held.output
+
+
+# -- outside any workspace, errors say no config was found (issue 14 item 15) -----------------
+
+
+@pytest.mark.parametrize("args", [["check"], ["digest"], ["rekey", "--why", "x"],
+                                  ["digest", "--manifest"]])
+def test_outside_a_workspace_an_error_says_no_config_was_found_where_and_what_to_create(
+        tmp_path: Path, args: list[str]) -> None:
+    line = one_line_exit_2(runner.invoke(app, args),
+                           "no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found",
+                           f"looked in {tmp_path}, {tmp_path.parent}, ",
+                           f"create {tmp_path / 'lawkit.toml'}")
+    assert "[tool.lawkit.digest]" not in line and "[tool.lawkit] laws" not in line, line
+
+
+def test_in_a_workspace_an_error_still_names_the_config_keys(tmp_path: Path) -> None:
+    (tmp_path / "lawkit.toml").write_text('laws = "laws"\n')
+    line = one_line_exit_2(runner.invoke(app, ["digest"]), "root and packages", "lawkit.toml")
+    assert "no lawkit.toml" not in line

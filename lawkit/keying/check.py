@@ -238,8 +238,9 @@ def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = Fal
     """
     shown = ws.rel(folder) if ws else str(folder)
     if not folder.is_dir():
-        raise ConfigError(f"the laws folder {shown} does not exist: create it, or point "
-                          "[tool.lawkit] laws (or --laws) at the folder of law files")
+        point = "create it, or point [tool.lawkit] laws (or --laws) at the folder of law files"
+        raise ConfigError(f"the laws folder {shown} does not exist: "
+                          f"{ws.advice(point) if ws else point}")
     found: list[tuple[tuple[str, ...], str]] = []  # (parts below the folder, path)
     for dirpath, dirnames, filenames in os.walk(folder):
         below = os.path.relpath(dirpath, folder)
@@ -251,10 +252,11 @@ def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = Fal
             if is_law_file_name(name):
                 found.append(((*parts, name), os.path.join(dirpath, name)))
     if not found and not empty_ok:
+        point = "point [tool.lawkit] laws (or --laws) at the folder of law files"
         raise ConfigError(f"no law files in the laws folder {shown} (every *.yaml and *.yml "
                           "below it is one): an empty laws folder is an error, not a pass; "
-                          "write one with lawkit fit --out, or point [tool.lawkit] laws (or "
-                          "--laws) at the folder of law files")
+                          f"write one with lawkit fit --out, or "
+                          f"{ws.advice(point) if ws else point}")
     return [path for _parts, path in sorted(found)]
 
 

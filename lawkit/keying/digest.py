@@ -59,7 +59,7 @@ def work_tree_manifest(config: DigestConfig) -> src_digest.Manifest:
         return src_digest.manifest_of(config.root, config.packages, config.include,
                                       config.exclude)
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def rev_manifest(config: DigestConfig, rev: str) -> src_digest.Manifest:
@@ -71,7 +71,7 @@ def rev_manifest(config: DigestConfig, rev: str) -> src_digest.Manifest:
     except src_digest.GitObjectsError as exc:
         raise GitError(str(exc)) from None
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def current_digest(ws: Workspace) -> str:

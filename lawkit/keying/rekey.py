@@ -369,7 +369,8 @@ def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
         path = Path(os.path.abspath(given))
         if path != laws and laws not in path.parents:
             raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
-                              "workspace's law files (see [tool.lawkit] laws, or --laws)")
+                              "workspace's law files; "
+                              f"{ws.advice('see [tool.lawkit] laws, or --laws')}")
         # A symlinked folder on the way would take the write outside the laws folder.
         for folder in [p for p in path.parents if laws in p.parents] + \
                 ([path] if path != laws and path.is_dir() else []):

@@ -395,7 +395,7 @@ def current_digest(ws: Workspace) -> str:
         return src_digest.host_key_of(config.root, config.packages, config.include,
                                       config.exclude, config.length)
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def _workspace_of(path: str | Path, workspace: Workspace | str | Path | None) -> Workspace:

@@ -203,8 +203,8 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     if not len(head_manifest):
         raise LawkitError(
             f"no engine file at head ({head}): nothing matches include {list(cfg.include)} "
-            f"under packages {list(cfg.packages)} in {ws.rel(cfg.root)}: check "
-            "[tool.lawkit.digest] root and packages, or --engine")
+            f"under packages {list(cfg.packages)} in {ws.rel(cfg.root)}: "
+            f"{ws.advice('check [tool.lawkit.digest] root and packages, or --engine')}")
     head_digest = head_manifest.digest(cfg.length)
     base_digest = base_manifest.digest(cfg.length) if len(base_manifest) else None
 
