@@ -310,3 +310,41 @@ def test_in_a_workspace_an_error_still_names_the_config_keys(tmp_path: Path) -> 
     (tmp_path / "lawkit.toml").write_text('laws = "laws"\n')
     line = one_line_exit_2(runner.invoke(app, ["digest"]), "root and packages", "lawkit.toml")
     assert "no lawkit.toml" not in line
+
+
+# -- rekey says what check says of a law it has nothing to do for (issue 14 item 17) ----------
+
+
+def test_rekey_reports_a_body_edited_law_at_the_target_and_exits_as_check_does(
+        tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2)
+    path = tmp_path / "laws" / "cell00001.yaml"
+    path.write_text(path.read_text().replace('name: "schedule"', 'name: "sched"', 1))
+    check = runner.invoke(app, ["check"])
+    assert check.exit_code == 1 and "body-edited" in check.stdout, check.output
+    before = path.read_bytes()
+    for args in (["rekey", "--why", "x"], ["rekey", "--why", "x", "--dry-run"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, result.output
+        out = result.stdout + result.stderr
+        assert "laws/cell00001.yaml:" in out and ": body-edited: the laws differ" in out, out
+        assert "nothing to rekey (2 already at atom=8927e824, 1 of those with a problem lawkit " \
+            "check reports: see its line above)" in out, out
+    assert path.read_bytes() == before
+    doc = runner.invoke(app, ["rekey", "--why", "x", "--json"])
+    assert doc.exit_code == 1
+    import json
+
+    assert [p["kind"] for p in json.loads(doc.stdout)["problems"]] == ["body-edited"]
+
+
+def test_checks_fix_line_names_the_commands_or_is_left_out(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2)
+    path = tmp_path / "laws" / "cell00001.yaml"
+    path.write_text(path.read_text().replace('name: "schedule"', 'name: "sched"', 1))
+    lines = runner.invoke(app, ["check"]).stdout.splitlines()
+    assert lines[-1] == "fix: lawkit fit CAPTURE... --out laws/cell00001.yaml", lines
+    (tmp_path / "laws" / "cell00000.yaml").write_text("schema: lawkit/1\nhost: [\n")
+    path.write_bytes((tmp_path / "laws" / "cell00000.yaml").read_bytes())
+    lines = runner.invoke(app, ["check"]).stdout.splitlines()
+    assert len(lines) == 2 and all(": invalid: " in line for line in lines), lines

@@ -50,7 +50,8 @@ def rekey(
 ) -> None:
     """Give every stale law the new key and one appended rekey entry; nothing else changes.
 
-    Exit 0 when done (or nothing to do), 2 on a refusal: then nothing at all was written.
+    Exit 0 when done (or nothing to do), 1 when a file already at the target has a problem
+    check reports (a body edited by hand), 2 on a refusal: then nothing at all was written.
     """
 
     def body() -> int:
@@ -69,6 +70,6 @@ def rekey(
             typer.echo("\n".join(report.lines()), err=True)
         else:
             typer.echo("\n".join(report.lines()))
-        return 0
+        return report.exit_code
 
     run(body)

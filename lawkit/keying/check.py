@@ -76,29 +76,27 @@ class CheckReport:
                f"{self.key}={self.digest}"
 
     def fix_line(self) -> str | None:
-        """The last line: the commands that fix what can be fixed, in the order to run them."""
-        if self.ok:
-            return None
-        commands = [c for c in (ADOPT_FIX, REKEY_FIX) if any(p.fix == c for p in self.problems)]
-        by_hand = sum(p.fix not in (ADOPT_FIX, REKEY_FIX) for p in self.problems)
-        by_hand_text = "the problem above as its line says" if by_hand == 1 else \
-            f"the {by_hand} problems above as their lines say"
-        if not commands:
-            return f"fix: {by_hand_text}"
-        then = " && ".join(commands)
-        return f"fix: first {by_hand_text}, then {then}" if by_hand else f"fix: {then}"
+        """The last line: the commands that fix what a command can fix, in the order to run
+        them (a refit before an adoption before a rekey), or None where no command does (a
+        problem's own line says what to do: issue 14 item 17)."""
+        refits = [p.fix for p in self.problems if p.fix not in (None, ADOPT_FIX, REKEY_FIX)]
+        commands = [*dict.fromkeys(refits), *(c for c in (ADOPT_FIX, REKEY_FIX)
+                                              if any(p.fix == c for p in self.problems))]
+        return f"fix: {' && '.join(c for c in commands if c)}" if commands else None
 
     def text_lines(self) -> list[str]:
         """One line per problem then the fix, or the one-line summary."""
         if self.ok:
             return [self.summary()]
-        return [p.text() for p in self.problems] + [self.fix_line() or ""]
+        fix = self.fix_line()
+        return [p.text() for p in self.problems] + ([fix] if fix else [])
 
     def github_lines(self) -> list[str]:
         """One workflow annotation per problem then the fix, or the summary."""
         if self.ok:
             return [self.summary()]
-        return [p.github() for p in self.problems] + [self.fix_line() or ""]
+        fix = self.fix_line()
+        return [p.github() for p in self.problems] + ([fix] if fix else [])
 
     def to_json(self) -> dict[str, Any]:
         """The report as the one JSON document `check --format json` prints."""

@@ -26,6 +26,7 @@ from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.check import (
     SYMLINKED_FOLDER,
     FileFacts,
+    Problem,
     identity_of,
     integrity_problems,
     law_paths,
@@ -71,7 +72,15 @@ class RekeyReport:
     changed: list[Change] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    """What `check` reports in files already at the target (a body edited by hand): rekey has
+    nothing to do there, and says so rather than exit 0 as if all were well (issue 14 item 17)."""
     diff: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """1, as `check` would exit, when a file at the target has a problem; else 0."""
+        return 1 if self.problems else 0
 
     def lines(self) -> list[str]:
         """One line per file changed or skipped, then the summary."""
@@ -85,6 +94,7 @@ class RekeyReport:
                 out.append(f"{verb}{'rekey' if verb else 'rekeyed'} {c.path}: {c.from_} -> "
                            f"{c.to}")
         out += [f"skipped {s.path}: {s.reason}" for s in self.skipped]
+        out += [p.text() for p in self.problems]
         return [*out, self.summary()]
 
     def summary(self) -> str:
@@ -104,6 +114,10 @@ class RekeyReport:
             rest.append(f"{len(self.unchanged)} already at {self.key}={self.to}")
         if self.skipped:
             rest.append(f"{len(self.skipped)} skipped")
+        if self.problems:
+            with_problems = len({p.path for p in self.problems})
+            rest.append(f"{with_problems} of those with a problem lawkit check reports: see "
+                        f"{'its line' if len(self.problems) == 1 else 'the lines'} above")
         return head + (f" ({', '.join(rest)})" if rest else "")
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +128,7 @@ class RekeyReport:
                         for c in self.changed],
             "unchanged": self.unchanged,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "problems": [dataclasses.asdict(p) for p in self.problems],
             "diff": self.diff,
         }
 
@@ -131,6 +146,7 @@ class _Prepared:
 @dataclass(frozen=True)
 class _Unchanged:
     shown: str
+    problems: tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,7 +164,9 @@ class _Skipped(Exception):
 
 
 class _AtTarget(Exception):
-    pass
+    def __init__(self, problems: Sequence[Problem] = ()) -> None:
+        super().__init__()
+        self.problems = tuple(problems)
 
 
 def rekey(
@@ -201,8 +219,8 @@ def rekey(
                 assert target is not None
                 return _prepare_rekey(path, shown, raw, known, key, target, when, why, refs,
                                       from_)
-            except _AtTarget:
-                return _Unchanged(shown)
+            except _AtTarget as at:
+                return _Unchanged(shown, at.problems)
             except _Skipped as skip:
                 return Skip(shown, str(skip))
             except LawkitError as exc:
@@ -215,6 +233,8 @@ def rekey(
         prepared = [o for o in outcomes if isinstance(o, _Prepared)]
         report.changed.extend(p.change for p in prepared)
         report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
+        report.problems.extend(p for o in outcomes if isinstance(o, _Unchanged)
+                               for p in o.problems)
         report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
@@ -275,7 +295,7 @@ def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, 
         law_file = lawfile.parse(raw, shown, key=key)
         named = law_file.host.key[key]
     if named == target:
-        raise _AtTarget
+        raise _AtTarget(integrity_problems(law_file, key) if law_file is not None else ())
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
     if law_file is None:
