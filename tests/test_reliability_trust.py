@@ -348,3 +348,16 @@ def test_checks_fix_line_names_the_commands_or_is_left_out(tmp_path: Path) -> No
     path.write_bytes((tmp_path / "laws" / "cell00000.yaml").read_bytes())
     lines = runner.invoke(app, ["check"]).stdout.splitlines()
     assert len(lines) == 2 and all(": invalid: " in line for line in lines), lines
+
+
+# -- a newcomer's words (issue 14 item 18) ----------------------------------------------------
+
+
+def test_score_counts_one_invalid_row_dropped_in_the_singular(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 1)
+    _score_workspace(tmp_path)
+    caps = tmp_path / "caps.csv"
+    caps.write_text(caps.read_text() + "9,\n")
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--drop-invalid"])
+    assert result.exit_code == 0, result.output
+    assert "note: line: 1 invalid row dropped" in result.output, result.output

@@ -229,7 +229,8 @@ class FitReport:
         if self.kept:
             counts.append(f"{len(self.kept)} kept")
         if self.dropped:
-            out.append(f"dropped {self.dropped} rows with an invalid selection or digest value")
+            out.append(f"dropped {self.dropped} row{'s' if self.dropped != 1 else ''} with an "
+                       "invalid selection or digest value")
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")
