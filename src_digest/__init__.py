@@ -25,6 +25,7 @@ Errors:
 
     DigestError          one line a person can act on (no file matched, unreadable file, ...)
     └── GitObjectsError  git is missing or failed, or a revision does not resolve
+        └── SubmoduleError  a submodule in the hashed packages has no git objects here
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
         read_blobs,
         run_git,
         select_tree,
+        submodules_at_rev,
+        with_submodules,
     )
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "GitObjectsError",
     "Manifest",
     "ManifestDiff",
+    "SubmoduleError",
     "TreeEntry",
     "blob_sizes",
     "diff_manifests",
@@ -78,6 +82,8 @@ __all__ = [
     "read_blobs",
     "run_git",
     "select_tree",
+    "submodules_at_rev",
+    "with_submodules",
 ]
 
 MAGIC = b"src_digest/1\n"
@@ -105,6 +111,11 @@ class DigestError(Exception):
 
 class GitObjectsError(DigestError):
     """git is missing or failed, or a revision does not resolve."""
+
+
+class SubmoduleError(GitObjectsError):
+    """A submodule inside the hashed packages has no git objects here (not initialised, or
+    without the commit the revision records): its files cannot be read, so there is no digest."""
 
 
 @dataclass(frozen=True)
@@ -393,6 +404,8 @@ _GIT_NAMES = frozenset(
         "read_blobs",
         "run_git",
         "select_tree",
+        "submodules_at_rev",
+        "with_submodules",
     }
 )
 
