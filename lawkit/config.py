@@ -5,15 +5,61 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lawkit.errors import ConfigError, printable
+from lawkit.errors import ConfigError, LawkitError, printable
 
 _TOP_KEYS = {"laws", "digest"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_LOWER_HEX = re.compile(r"[0-9a-f]*\Z")
+
+
+def digest_problem(value: object, length: int) -> str | None:
+    """Why `value` is not a digest lawkit may write for a key of `length` characters, or None:
+    the one rule for every digest lawkit writes (`--captured-on`, `--to`, `--from`, a digest
+    column or metadata of the captures), lowercase hex of exactly that length, as `lawkit
+    digest` prints it (issue 14 item 12)."""
+    if isinstance(value, str) and len(value) == length and _LOWER_HEX.match(value):
+        return None
+    return f"expected a digest of {length} lowercase hex characters, as lawkit digest prints it"
+
+
+def require_digest(value: str, shown: str, length: int) -> str:
+    """`value` when it is a digest (see `digest_problem`), else a LawkitError naming `shown`
+    (the flag, or the file and column the value came from)."""
+    problem = digest_problem(value, length)
+    if problem is not None:
+        raise LawkitError(f"{shown} {printable(repr(value))}: {problem}")
+    return value
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Where a workspace's settings came from: its config file, or the folders walked in vain
+    looking for one (then the defaults of DESIGN.md section 3 apply)."""
+
+    path: Path | None
+    searched: tuple[Path, ...] = ()
+
+    def advice(self, text: str) -> str:
+        """`text`, advice naming config keys as pyproject.toml spells them (`check
+        [tool.lawkit.digest] root and packages`), as this config spells them; outside any
+        workspace, instead, that no config was found, where lawkit looked and what to create,
+        since keys of a file that does not exist are no way on (issue 14 item 15)."""
+        if self.path is None:
+            looked = ", ".join(str(p) for p in self.searched)
+            start = self.searched[0] if self.searched else Path.cwd()
+            return ("no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found (looked "
+                    f"in {looked}), so the defaults apply: create {start / 'lawkit.toml'} with "
+                    'laws = "laws" and a [digest] table naming the engine\'s root and packages '
+                    "(docs/commands.md), or pass --config")
+        if self.path.name != "pyproject.toml":
+            text = text.replace("[tool.lawkit.digest] ", "[digest] ").replace(
+                "[tool.lawkit] ", "")
+        return f"{text} (in {self.path.name})"
 
 
 @dataclass(frozen=True)
@@ -26,6 +72,16 @@ class DigestConfig:
     exclude: tuple[str, ...] = ()
     length: int = 8
     key: str = "atom"
+    source: ConfigSource | None = field(default=None, compare=False)
+    """Where these settings came from (None: given in code, not read from a workspace)."""
+
+    def explain(self, exc: Exception) -> str:
+        """The message of a `src_digest.DigestError`, its advice on config keys (`config_keys`)
+        as `ConfigSource.advice` gives it."""
+        keys = getattr(exc, "config_keys", None)
+        if keys is None or self.source is None:
+            return str(exc)
+        return f"{getattr(exc, 'reason', exc)}: {self.source.advice(f'check {keys}')}"
 
 
 @dataclass(frozen=True)
@@ -36,6 +92,10 @@ class Workspace:
     config_path: Path | None
     laws: Path
     digest: DigestConfig
+
+    def advice(self, text: str) -> str:
+        """`text`, advice naming config keys, as `ConfigSource.advice` gives it."""
+        return (self.digest.source or ConfigSource(self.config_path)).advice(text)
 
     def rel(self, path: Path | str) -> str:
         """A path as shown to the user: relative to the workspace root where it lies inside it,
@@ -81,8 +141,9 @@ def load_workspace(
     else:
         config_path = find_config(here)
     if config_path is None:
+        source = ConfigSource(None, searched=(here, *here.parents))
         ws = Workspace(root=here, config_path=None, laws=here / "laws",
-                       digest=DigestConfig(root=here))
+                       digest=DigestConfig(root=here, source=source))
     else:
         ws = _parse_config(config_path)
     if engine is not None:
@@ -139,6 +200,7 @@ def _parse_config(path: Path) -> Workspace:
         exclude=_get_list(digest_section, "exclude", (), dprefix, path),
         length=length,
         key=key,
+        source=ConfigSource(path),
     )
     if not digest.packages or not digest.include:
         raise ConfigError(f"{dprefix}: packages and include must not be empty", path=str(path))

@@ -25,6 +25,7 @@ Errors:
 
     DigestError          one line a person can act on (no file matched, unreadable file, ...)
     └── GitObjectsError  git is missing or failed, or a revision does not resolve
+        └── SubmoduleError  a submodule in the hashed packages has no git objects here
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
         read_blobs,
         run_git,
         select_tree,
+        submodules_at_rev,
+        with_submodules,
     )
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "GitObjectsError",
     "Manifest",
     "ManifestDiff",
+    "SubmoduleError",
     "TreeEntry",
     "blob_sizes",
     "diff_manifests",
@@ -78,6 +82,8 @@ __all__ = [
     "read_blobs",
     "run_git",
     "select_tree",
+    "submodules_at_rev",
+    "with_submodules",
 ]
 
 MAGIC = b"src_digest/1\n"
@@ -89,11 +95,27 @@ _PYCACHE = b"__pycache__"
 
 
 class DigestError(Exception):
-    """The digest cannot be computed; the message is one line a person can act on."""
+    """The digest cannot be computed; the message is one line a person can act on.
+
+    ``config_keys`` names the ``[tool.lawkit.digest]`` keys that would fix it (``"root and
+    packages"``), so that lawkit can say where those are set, or that no config was found.
+    """
+
+    def __init__(self, message: str, *, config_keys: str | None = None) -> None:
+        self.reason = message
+        self.config_keys = None if config_keys is None else \
+            f"[tool.lawkit.digest] {config_keys}".rstrip()
+        super().__init__(message if self.config_keys is None
+                         else f"{message}: check {self.config_keys}")
 
 
 class GitObjectsError(DigestError):
     """git is missing or failed, or a revision does not resolve."""
+
+
+class SubmoduleError(GitObjectsError):
+    """A submodule inside the hashed packages has no git objects here (not initialised, or
+    without the commit the revision records): its files cannot be read, so there is no digest."""
 
 
 @dataclass(frozen=True)
@@ -207,18 +229,18 @@ def manifest_of(
         where = os.fsdecode(root_b)
         if not os.path.isdir(root_b):
             raise DigestError(
-                f"the digest root {where} is not a folder: check [tool.lawkit.digest]"
+                f"the digest root {where} is not a folder", config_keys="root"
             )
         if not any_package:
             raise DigestError(
-                f"none of the packages {list(packages)} exists in {where}: "
-                "check [tool.lawkit.digest] root and packages"
+                f"none of the packages {list(packages)} exists in {where}",
+                config_keys="root and packages",
             )
         raise DigestError(
             f"no file matched include {list(include)} under packages {list(packages)} "
             f"in {where}"
-            + (f" (exclude {list(exclude)})" if exclude else "")
-            + ": check [tool.lawkit.digest]"
+            + (f" (exclude {list(exclude)})" if exclude else ""),
+            config_keys="include and exclude",
         )
     return Manifest(tuple(FileEntry(p, found[p]) for p in sorted(found)))
 
@@ -382,6 +404,8 @@ _GIT_NAMES = frozenset(
         "read_blobs",
         "run_git",
         "select_tree",
+        "submodules_at_rev",
+        "with_submodules",
     }
 )
 

@@ -3,7 +3,10 @@
 One ``git ls-tree -r -z --full-tree REV -- <prefix/package>...`` lists the blobs and one
 ``git cat-file --batch`` process reads them all. A symlink (mode 120000) is a blob holding its
 target string, which is exactly what the work-tree walk hashes for a symlink; a symlinked folder
-is such a blob too, so it is never walked; submodules (160000) are skipped. Blob bytes are raw
+is such a blob too, so it is never walked. A submodule (160000) inside a hashed package is read
+as the work-tree walk reads its checkout: its files at the commit the revision records, from the
+submodule's own objects (its checkout's ``.git``, or ``.git/modules/<name>``); where those are
+not present the digest fails naming the submodule, never leaving its files out. Blob bytes are raw
 object bytes: where git attributes rewrite bytes on checkout (eol, filters, LFS) the work tree
 and the revision can differ, and ``diff_manifests`` says where.
 """
@@ -22,6 +25,7 @@ from . import (
     FileEntry,
     GitObjectsError,
     Manifest,
+    SubmoduleError,
     _matcher,
     normalize_packages,
 )
@@ -194,6 +198,10 @@ def manifest_at_rev(
     pre = _clean_prefix(prefix)
     paths = [_join(pre, pkg) for pkg in normalize_packages(packages)]
     entries = ls_tree(repo_dir, rev, [] if b"" in paths else paths)
+    sources: dict[str, str | bytes] = {}
+    if any(entry.mode == _SUBMODULE for entry in entries):
+        top = git_toplevel(repo_dir)[0]
+        entries = _with_submodules(top, rev, entries, sources)
     selected = select_tree(entries, packages, include, exclude, prefix)
     if not selected and not allow_empty:
         where = f"{os.fsdecode(repo_dir)}" + (f" (root {prefix})" if pre else "")
@@ -201,11 +209,116 @@ def manifest_at_rev(
         raise DigestError(
             f"{what}: include {list(include)} under packages {list(packages)} at revision "
             f"{rev!r} in {where}"
-            + (f" (exclude {list(exclude)})" if exclude else "")
-            + ": check [tool.lawkit.digest]"
+            + (f" (exclude {list(exclude)})" if exclude else ""),
+            config_keys="packages, include and exclude",
         )
-    blobs = read_blobs(repo_dir, (entry.oid for _, entry in selected))
+    blobs: dict[str, bytes] = {}
+    by_source: dict[str | bytes, list[str]] = {}
+    for _, entry in selected:
+        by_source.setdefault(sources.get(entry.oid, os.fsencode(repo_dir)), []).append(entry.oid)
+    for source, oids in by_source.items():
+        blobs.update(read_blobs(source, oids))
     return manifest_from_blobs(selected, blobs)
+
+
+def submodules_at_rev(
+    repo_dir: str | os.PathLike[str] | bytes,
+    rev: str,
+    packages: Sequence[str] = ("atom",),
+    prefix: str = "",
+) -> list[tuple[str, str]]:
+    """The submodules inside the hashed packages at ``rev``: (path relative to the digest root,
+    recorded commit), for ``--explain`` to name their files as theirs."""
+    pre = _clean_prefix(prefix)
+    paths = [_join(pre, pkg) for pkg in normalize_packages(packages)]
+    cut = len(pre) + 1 if pre else 0
+    return [(os.fsdecode(e.path[cut:]), e.oid)
+            for e in ls_tree(repo_dir, rev, [] if b"" in paths else paths)
+            if e.mode == _SUBMODULE]
+
+
+def with_submodules(
+    top: str | bytes,
+    rev: str,
+    entries: list[TreeEntry],
+    sources: dict[str, str | bytes],
+    under: Sequence[bytes] | None = None,
+) -> list[TreeEntry]:
+    """``entries`` (``ls_tree`` at ``rev`` in the repository at ``top``) with each submodule
+    (below one of the top-level paths ``under``, all when None) replaced by its files at the
+    recorded commit; ``sources`` gets the git folder to read each of their blobs from.
+    SubmoduleError where a submodule's objects are not here."""
+    if not any(e.mode == _SUBMODULE for e in entries):
+        return entries
+    if under is not None:
+        inside = [p for p in under if p]
+        if len(inside) == len(under):
+            keep = [e for e in entries if e.mode == _SUBMODULE and not any(
+                e.path == p or e.path.startswith(p + b"/") for p in inside)]
+            kept = {id(e) for e in keep}
+            expanded = _with_submodules(top, rev, [e for e in entries if id(e) not in kept],
+                                        sources)
+            return [*keep, *expanded]
+    return _with_submodules(top, rev, entries, sources)
+
+
+def _with_submodules(
+    top: str | bytes, rev: str, entries: list[TreeEntry], sources: dict[str, str | bytes],
+    depth: int = 0,
+) -> list[TreeEntry]:
+    out: list[TreeEntry] = []
+    for entry in entries:
+        if entry.mode != _SUBMODULE:
+            out.append(entry)
+            continue
+        name = os.fsdecode(entry.path)
+        if depth > 16:
+            raise SubmoduleError(f"submodule {name}: submodules nested deeper than 16 levels")
+        where = _submodule_objects(top, rev, entry.path)
+        if where is None:
+            raise SubmoduleError(
+                f"submodule {name} (commit {entry.oid[:12]} at revision {rev!r}) lies inside "
+                "the hashed packages and its git objects are not here (no checkout of it with "
+                f"a .git, no .git/modules for it), and the digest needs its files as the work tree "
+                f"walk hashes them: run `git submodule update --init -- {name}`")
+        try:
+            inner = ls_tree(where, entry.oid)
+        except GitObjectsError:
+            raise SubmoduleError(
+                f"submodule {name}: its git objects ({os.fsdecode(where)}) do not hold the "
+                f"commit {entry.oid[:12]} that revision {rev!r} records: run `git submodule "
+                f"update --init -- {name}` (or git fetch in the submodule)") from None
+        inner = _with_submodules(where, entry.oid, inner, sources, depth + 1)
+        for sub in inner:
+            sources.setdefault(sub.oid, where)
+            out.append(TreeEntry(sub.mode, sub.oid, entry.path + b"/" + sub.path))
+    return out
+
+
+def _submodule_objects(top: str | bytes, rev: str, path: bytes) -> str | bytes | None:
+    """A folder git reads the submodule at ``path`` (from ``top``) from: its checkout when that
+    is a repository of its own, else ``.git/modules/<name>`` (name from ``.gitmodules`` at
+    ``rev``), else None."""
+    checkout = os.path.join(os.fsencode(top), path)
+    if os.path.lexists(os.path.join(checkout, b".git")):
+        code, out, _ = run_git(checkout, ["rev-parse", "--show-toplevel"])
+        if code == 0 and os.path.realpath(out.rstrip(b"\n")) == os.path.realpath(checkout):
+            return checkout
+    names = [path]
+    code, out, _ = run_git(top, ["config", "--blob", f"{rev}:.gitmodules", "-z",
+                                 "--get-regexp", r"^submodule\..*\.path$"])
+    if code == 0:
+        for record in out.split(b"\0"):
+            key, _, value = record.partition(b"\n")
+            if value == path:
+                names.insert(0, key[len(b"submodule."):-len(b".path")])
+    for name in names:
+        code, out, _ = run_git(top, [b"rev-parse", b"--git-path", b"modules/" + name])
+        if code == 0:
+            folder = os.path.join(os.fsencode(top), out.rstrip(b"\n"))
+            if os.path.isdir(folder):
+                return folder
+    return None
 
 
 def _clean_prefix(prefix: str) -> bytes:

@@ -650,7 +650,7 @@ BAD = {
     "bad method": (_flag("--formula", FORMULA, "--method", "lasso"),
                    "--method lasso: expected one of ols, huber, robust, nnls"),
     "bad holdout": (_flag("--formula", FORMULA, "--holdout", "1.5"),
-                    "--holdout 1.5: expected a fraction between 0 and 1"),
+                    "--holdout 1.5: a fraction, where 0.1 is 10%: write 0.015 or 1.5%"),
     "collinear": (_flag("--formula", "schedule_median ~ 1 + batch_size + tensor_parallel_degree",
                         "--where", "model_name == 'microsoft/phi-2'"),
                   "law schedule_median (where model_name == \"microsoft/phi-2\"): terms 1 and "

@@ -189,7 +189,12 @@ def test_git_toplevel_at_the_top_level_has_an_empty_prefix(tmp_path: Path) -> No
     assert git_toplevel(repo) == (str(repo.resolve()), "")
 
 
-def test_a_submodule_is_skipped(tmp_path: Path) -> None:
+def test_a_submodule_without_its_objects_fails_naming_it_never_skipped(tmp_path: Path) -> None:
+    # DESIGN.md section 4: the work tree walk hashes a submodule's checked-out files, so --rev
+    # reads them from the submodule's own objects; with none here it fails, rather than give
+    # the digest of a checkout without them (tests/test_digest_submodules.py: with them).
+    from src_digest import SubmoduleError
+
     repo = init_repo(tmp_path / "repo")
     write(repo, "atom/a.py", b"a")
     commit(repo, "one file")
@@ -200,9 +205,8 @@ def test_a_submodule_is_skipped(tmp_path: Path) -> None:
     entries = ls_tree(repo, "HEAD", ["atom"])
 
     assert TreeEntry("160000", head, b"atom/vendored.py") in entries
-    assert [e.relpath for e in manifest_at_rev(repo, "HEAD").entries] == [b"atom/a.py"]
-    work = checkout(repo, "HEAD", tmp_path / "wt")
-    assert manifest_at_rev(repo, "HEAD").digest() == host_key_of(work)
+    with pytest.raises(SubmoduleError, match=r"submodule atom/vendored\.py"):
+        manifest_at_rev(repo, "HEAD")
 
 
 def test_manifest_at_rev_runs_git_twice_whatever_the_file_count(

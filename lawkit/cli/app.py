@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import sys
 import traceback
@@ -50,6 +51,30 @@ CacheOption = Annotated[
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")
 ]
+
+
+def fraction(text: str | None, flag: str) -> float | None:
+    """The value of a fraction flag (`--max-mape`, `--holdout`): `0.1`, or `10%` with the
+    suffix. A plain number above 1 is refused naming both forms, so `--max-mape 10` cannot pass
+    as a 1000% threshold (issue 14 item 14); so is a negative or non-finite one."""
+    if text is None:
+        return None
+    body = text.strip()
+    percent = body.endswith("%")
+    try:
+        value = float(body.removesuffix("%").strip())
+    except ValueError:
+        raise LawkitError(f"{flag} {text!r}: expected a fraction (0.1) or a percentage "
+                          "(10%)") from None
+    if not math.isfinite(value) or value < 0:
+        raise LawkitError(f"{flag} {text!r}: expected a fraction (0.1) or a percentage (10%) "
+                          ">= 0")
+    if percent:
+        return value / 100
+    if value > 1:
+        raise LawkitError(f"{flag} {text}: a fraction, where 0.1 is 10%: write {value / 100:g} "
+                          f"or {text}%")
+    return value
 
 
 INTERNAL_ERROR = 3

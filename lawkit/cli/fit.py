@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+from lawkit.cli.app import (
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    app,
+    fraction,
+    print_json,
+    run,
+)
 
 
 @app.command()
@@ -31,9 +39,10 @@ def fit(
         "--method", help="ols, huber, robust (MM: high-breakdown start, Tukey biweight) or "
         "nnls (coefficients >= 0). Default: ols, or a refitted law's own.",
         show_default=False)] = None,
-    holdout: Annotated[float | None, typer.Option(
-        "--holdout", help="Hold out this fraction (whole files when there are several, else "
-        "random rows with a recorded seed) and score the law on it.",
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", metavar="<fraction>", help="Hold out this fraction, 0.2 or 20% (whole files "
+        "when there are several, else random rows with a recorded seed) and score the law on "
+        "it.",
         show_default=False)] = None,
     cv: Annotated[str | None, typer.Option(
         "--cv", metavar="COL|K", help="Cross-validate each law and store fit.cv (folds, mape, "
@@ -104,7 +113,8 @@ def fit(
         request = lib.FitRequest(
             captures=captures, out=out, formulas=formula or (),
             by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
-            holdout=holdout, labels=labels, name=name, captured_on=captured_on,
+            holdout=fraction(holdout, "--holdout"), labels=labels, name=name,
+            captured_on=captured_on,
             allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
             drop_invalid=drop_invalid, weight=weight, dask=dask, cv=cv,
             footprint=footprint)

@@ -57,7 +57,8 @@ def rekey(
     Each file re-keyed that names a footprint (fit --footprint) gets its verdict against the
     engine's work tree: untouched, startup, steps or unknown.
 
-    Exit 0 when done (or nothing to do), 2 on a refusal: then nothing at all was written.
+    Exit 0 when done (or nothing to do), 1 when a file already at the target has a problem
+    check reports (a body edited by hand), 2 on a refusal: then nothing at all was written.
     """
 
     def body() -> int:
@@ -77,6 +78,6 @@ def rekey(
             typer.echo("\n".join(report.lines()), err=True)
         else:
             typer.echo("\n".join(report.lines()))
-        return 0
+        return report.exit_code
 
     run(body)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, JsonOption, app, print_json, run
+from lawkit.cli.app import ConfigOption, JsonOption, app, fraction, print_json, run
 
 
 @app.command()
@@ -19,9 +19,9 @@ def score(
     where: Annotated[str | None, typer.Option(
         "--where", help="Score only the capture rows this expression selects, e.g. "
         "\"tp == 4 and batch_size >= 64\".", show_default=False)] = None,
-    max_mape: Annotated[float | None, typer.Option(
-        "--max-mape", help="Fail (exit 1) when a law's MAPE exceeds this fraction (0.1 is 10%).",
-        show_default=False)] = None,
+    max_mape: Annotated[str | None, typer.Option(
+        "--max-mape", metavar="<fraction>", help="Fail (exit 1) when a law's MAPE exceeds this "
+        "fraction: 0.1, or 10% (a number above 1 needs the %).", show_default=False)] = None,
     drop_invalid: Annotated[bool, typer.Option(
         "--drop-invalid", help="Drop rows with a missing, non-finite or negative value in a "
         "column a law uses, and count them, instead of stopping at the first.")] = False,
@@ -44,8 +44,9 @@ def score(
         from lawkit.fitting import score as lib
 
         ws = load_workspace(config=config)
-        report = lib.score(ws, law, captures, where=where, max_mape=max_mape,
-                           drop_invalid=drop_invalid, keep_data=plot is not None, quiet=quiet)
+        report = lib.score(ws, law, captures, where=where,
+                           max_mape=fraction(max_mape, "--max-mape"), drop_invalid=drop_invalid,
+                           keep_data=plot is not None, quiet=quiet)
         if plot is not None:
             from lawkit.fitting.plot import plot_score
 

@@ -53,6 +53,7 @@ from typing import IO, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
 
 BoolArray = npt.NDArray[np.bool_]
@@ -106,6 +107,9 @@ class ColumnSpec:
     """Any non-empty value, kept as typed in the file: `--by` and `--where` columns."""
     digest: str | None = None
     """The digest column's name (the key, `atom`): optional in a file, text when present."""
+    digest_length: int | None = None
+    """The workspace's digest length: a digest (column or metadata) must be lowercase hex of
+    exactly this many characters (`config.digest_problem`); None checks only that it is text."""
     nonnegative: tuple[str, ...] = ()
     """Numbers that must also be >= 0 (targets are durations)."""
     weights: tuple[str, ...] = ()
@@ -173,7 +177,10 @@ class Chunk:
                 return (f"{value!r} is negative: a target is a duration (pass --allow-negative "
                         "if negative values are meant, or --drop-invalid to drop such rows)")
         if column == self.spec.digest:
-            return f"{_clip(values[row])!r} is not a digest"
+            problem = None if self.spec.digest_length is None else \
+                digest_problem(values[row], self.spec.digest_length)
+            return f"{_clip(values[row])!r}: {problem}" if problem else \
+                f"{_clip(values[row])!r} is not a digest"
         return "empty value"
 
     def first_invalid(self, columns: Sequence[str], rows: BoolArray | None = None,
@@ -237,6 +244,14 @@ class Chunk:
                              count=len(values))
         else:
             ok = np.ones(len(values), dtype=bool)
+        if column == self.spec.digest and self.spec.digest_length is not None and \
+                values.dtype.kind == "O":
+            length = self.spec.digest_length
+            # Each distinct value once: a digest column holds a handful over millions of rows.
+            bad = {v for v in set(values.tolist()) if v is not None and v == v and v != ""
+                   and digest_problem(v, length) is not None}
+            if bad:
+                ok &= np.fromiter((v not in bad for v in values), dtype=bool, count=len(values))
         empty = self._empty.get(column)
         if empty is not None:
             ok &= ~empty
@@ -526,6 +541,11 @@ class _ParquetReader(_Reader):
             raw = schema.metadata.get(f"{METADATA_PREFIX}{self.spec.digest}".encode())
             if raw is not None:
                 self.metadata_digest = raw.decode("utf-8", "replace")
+                problem = None if self.spec.digest_length is None else \
+                    digest_problem(self.metadata_digest, self.spec.digest_length)
+                if problem is not None:
+                    raise self.fail(f"metadata {METADATA_PREFIX}{self.spec.digest} "
+                                    f"{_clip(self.metadata_digest)!r}: {problem}")
         self.check_columns(schema.names)
         columns = self.wanted()
         if self.chunk_rows is None:

@@ -53,7 +53,6 @@ from __future__ import annotations
 import datetime
 import math
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -63,8 +62,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lawkit import __version__
-from lawkit.config import Workspace
-from lawkit.errors import CaptureError, FitError
+from lawkit.config import Workspace, digest_problem
+from lawkit.errors import CaptureError, FitError, printable
 from lawkit.fitting import captures
 from lawkit.fitting.breakpoints import Search, auto_factors
 from lawkit.fitting.formula import Formula, design_matrix, parse_formula
@@ -91,7 +90,6 @@ columns read (8 bytes a value; a text file's size as the estimate for its values
 stream (environment variable LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams). Reading
 in memory peaks at about 4x the columns (parsing, the cached chunks, each law's design), so
 64 MiB keeps the peak of either path near 300 MiB (bench/fit.py)."""
-_DIGEST_TEXT = re.compile(r"[0-9a-fA-F]{4,64}\Z")
 
 
 @dataclass(frozen=True)
@@ -263,7 +261,8 @@ class FitReport:
         if self.kept:
             counts.append(f"{len(self.kept)} kept")
         if self.dropped:
-            out.append(f"dropped {self.dropped} rows with an invalid selection or digest value")
+            out.append(f"dropped {self.dropped} row{'s' if self.dropped != 1 else ''} with an "
+                       "invalid selection or digest value")
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")
@@ -320,7 +319,7 @@ class _Local:
 
 def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     """Read the captures and fit every law of the request; writes nothing."""
-    _check_request(request)
+    _check_request(request, ws)
     out = Path(request.out)
     out_shown = ws.rel(out)
     existing = _load_existing(out, out_shown, ws)
@@ -380,7 +379,7 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
 # -- planning -------------------------------------------------------------------------------
 
 
-def _check_request(request: FitRequest) -> None:
+def _check_request(request: FitRequest, ws: Workspace) -> None:
     from lawkit.fitting.methods import NAMES
 
     if request.method is not None and request.method not in NAMES:
@@ -411,9 +410,8 @@ def _check_request(request: FitRequest) -> None:
         raise FitError("chunk_rows must be at least 1")
     captured_on = request.captured_on
     if captured_on is not None and captured_on != CURRENT and \
-            not _DIGEST_TEXT.match(captured_on):
-        raise FitError(f"--captured-on {captured_on!r}: expected a digest (hex, as `lawkit "
-                       "digest` prints it) or 'current'")
+            (problem := digest_problem(captured_on, ws.digest.length)) is not None:
+        raise FitError(f"--captured-on {printable(repr(captured_on))}: {problem} (or 'current')")
 
 
 def _load_existing(out: Path, shown: str, ws: Workspace) -> lawfile.LawFile | None:
@@ -500,8 +498,8 @@ def _column_spec(specs: Sequence[LawSpec], request: FitRequest,
     key = ws.digest.key
     return captures.ColumnSpec(
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
-        digest=key, nonnegative=() if request.allow_negative else tuple(targets),
-        weights=tuple(weights))
+        digest=key, digest_length=ws.digest.length,
+        nonnegative=() if request.allow_negative else tuple(targets), weights=tuple(weights))
 
 
 def _chunk_rows(request: FitRequest, found: Sequence[captures.Capture],
@@ -655,7 +653,8 @@ def scan_columns(spec: captures.ColumnSpec, specs: Sequence[LawSpec], by: Sequen
     numbers = tuple(c for c in spec.numbers if c in labels)
     return captures.ColumnSpec(
         numbers=numbers, labels=tuple(c for c in labels if c not in spec.numbers),
-        digest=spec.digest, nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
+        digest=spec.digest, digest_length=spec.digest_length,
+        nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
         weights=tuple(c for c in spec.weights if c in numbers))
 
 
@@ -1146,11 +1145,11 @@ def _resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str
     seen = list(scan.digests)
     key = ws.digest.key
     for value in seen:
-        if not _DIGEST_TEXT.match(value):
+        problem = digest_problem(value, ws.digest.length)
+        if problem is not None:
             files = ", ".join(scan.digests[value])
-            raise CaptureError(f"{files}: the digest {value!r} (column {key} or metadata "
-                               f"{captures.METADATA_PREFIX}{key}) is not a hex digest as `lawkit "
-                               "digest` prints it")
+            raise CaptureError(f"{files}: the digest {printable(repr(value))} (column {key} or "
+                               f"metadata {captures.METADATA_PREFIX}{key}): {problem}")
     if len(seen) > 1 and not request.allow_mixed_digests:
         listing = "; ".join(f"{d} ({', '.join(files)})" for d, files in scan.digests.items())
         raise CaptureError(f"the captures ran on {len(seen)} engine digests: {listing}. Fit "

@@ -29,6 +29,9 @@ _TOKEN = re.compile(
     rf"\s*(?:(?P<factor>(?:step|hinge)\s*\([^()]*\))|(?P<name>{COLUMN})|(?P<number>[0-9]+)"
     r"|(?P<op>[~+\-:])|(?P<bad>\S))")
 INTERCEPT = "1"
+_HINTS = {"*": " (terms are 1, columns and a:b products joined by '+'; write a*b as "
+               "a + b + a:b)",
+          "=": " (a formula is TARGET ~ TERMS: write '~', as in 'host_s ~ 1 + num_seqs')"}
 
 
 @dataclass(frozen=True)
@@ -149,8 +152,7 @@ class _Parser:
                           f"{self.tokens[-1][1]}(COLUMN,K)", start)
             if kind == "bad":
                 self.fail(f"unexpected character {match.group(kind)!r}", start,
-                          hint=" (terms are 1, columns and a:b products joined by '+'; write "
-                          "a*b as a + b + a:b)" if match.group(kind) == "*" else "")
+                          hint=_HINTS.get(match.group(kind), ""))
             self.tokens.append((kind, match.group(kind), start))
             pos = match.end()
         self.i = 0

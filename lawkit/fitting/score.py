@@ -174,10 +174,13 @@ class ScoreReport:
             out.append("  ".join([*cells, row[-1]]).rstrip())
         for s in self.laws:
             if s.metrics.zero_targets:
-                out.append(f"note: {s.name}: {s.metrics.zero_targets} rows measure 0 "
+                zero = s.metrics.zero_targets
+                out.append(f"note: {s.name}: {zero} row{'s' if zero != 1 else ''} measure"
+                           f"{'' if zero != 1 else 's'} 0 "
                            f"{s.target}: left out of the percentage errors")
             if s.dropped:
-                out.append(f"note: {s.name}: {s.dropped} invalid rows dropped")
+                out.append(f"note: {s.name}: {s.dropped} invalid "
+                           f"row{'s' if s.dropped != 1 else ''} dropped")
         for s in self.failed:
             out.append(f"FAIL {s.name}: MAPE {_pct(s.metrics.mape)} > {_pct(self.max_mape)}")
         if self.not_scored:

@@ -55,8 +55,9 @@ def rev_sources(config: DigestConfig, rev: str) -> SourceTree:
         selected = src_digest.select_tree(entries, config.packages, config.include,
                                           config.exclude, prefix)
         if not selected:
-            raise LawkitError(f"no engine file matched at revision {rev!r}: check "
-                              "[tool.lawkit.digest] packages and include")
+            advice = "check [tool.lawkit.digest] packages and include"
+            raise LawkitError(f"no engine file matched at revision {rev!r}: "
+                              f"{config.source.advice(advice) if config.source else advice}")
         blobs = src_digest.read_blobs(top, (e.oid for _, e in selected))
         manifest = src_digest.manifest_from_blobs(selected, blobs)
     except src_digest.GitObjectsError as exc:

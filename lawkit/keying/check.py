@@ -76,29 +76,27 @@ class CheckReport:
                f"{self.key}={self.digest}"
 
     def fix_line(self) -> str | None:
-        """The last line: the commands that fix what can be fixed, in the order to run them."""
-        if self.ok:
-            return None
-        commands = [c for c in (ADOPT_FIX, REKEY_FIX) if any(p.fix == c for p in self.problems)]
-        by_hand = sum(p.fix not in (ADOPT_FIX, REKEY_FIX) for p in self.problems)
-        by_hand_text = "the problem above as its line says" if by_hand == 1 else \
-            f"the {by_hand} problems above as their lines say"
-        if not commands:
-            return f"fix: {by_hand_text}"
-        then = " && ".join(commands)
-        return f"fix: first {by_hand_text}, then {then}" if by_hand else f"fix: {then}"
+        """The last line: the commands that fix what a command can fix, in the order to run
+        them (a refit before an adoption before a rekey), or None where no command does (a
+        problem's own line says what to do: issue 14 item 17)."""
+        refits = [p.fix for p in self.problems if p.fix not in (None, ADOPT_FIX, REKEY_FIX)]
+        commands = [*dict.fromkeys(refits), *(c for c in (ADOPT_FIX, REKEY_FIX)
+                                              if any(p.fix == c for p in self.problems))]
+        return f"fix: {' && '.join(c for c in commands if c)}" if commands else None
 
     def text_lines(self) -> list[str]:
         """One line per problem then the fix, or the one-line summary."""
         if self.ok:
             return [self.summary()]
-        return [p.text() for p in self.problems] + [self.fix_line() or ""]
+        fix = self.fix_line()
+        return [p.text() for p in self.problems] + ([fix] if fix else [])
 
     def github_lines(self) -> list[str]:
         """One workflow annotation per problem then the fix, or the summary."""
         if self.ok:
             return [self.summary()]
-        return [p.github() for p in self.problems] + [self.fix_line() or ""]
+        fix = self.fix_line()
+        return [p.github() for p in self.problems] + ([fix] if fix else [])
 
     def to_json(self) -> dict[str, Any]:
         """The report as the one JSON document `check --format json` prints."""
@@ -238,8 +236,9 @@ def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = Fal
     """
     shown = ws.rel(folder) if ws else str(folder)
     if not folder.is_dir():
-        raise ConfigError(f"the laws folder {shown} does not exist: create it, or point "
-                          "[tool.lawkit] laws (or --laws) at the folder of law files")
+        point = "create it, or point [tool.lawkit] laws (or --laws) at the folder of law files"
+        raise ConfigError(f"the laws folder {shown} does not exist: "
+                          f"{ws.advice(point) if ws else point}")
     found: list[tuple[tuple[str, ...], str]] = []  # (parts below the folder, path)
     for dirpath, dirnames, filenames in os.walk(folder):
         below = os.path.relpath(dirpath, folder)
@@ -251,10 +250,11 @@ def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = Fal
             if is_law_file_name(name):
                 found.append(((*parts, name), os.path.join(dirpath, name)))
     if not found and not empty_ok:
+        point = "point [tool.lawkit] laws (or --laws) at the folder of law files"
         raise ConfigError(f"no law files in the laws folder {shown} (every *.yaml and *.yml "
                           "below it is one): an empty laws folder is an error, not a pass; "
-                          "write one with lawkit fit --out, or point [tool.lawkit] laws (or "
-                          "--laws) at the folder of law files")
+                          f"write one with lawkit fit --out, or "
+                          f"{ws.advice(point) if ws else point}")
     return [path for _parts, path in sorted(found)]
 
 

@@ -22,6 +22,9 @@ class DigestReport:
     versus_head: src_digest.ManifestDiff | None = None
     cannot_explain: str | None = None
     """Why `--explain` could not compare with HEAD (no git, no repository), or None."""
+    submodules: tuple[tuple[str, str], ...] = ()
+    """The submodules inside the hashed packages at HEAD (path, recorded commit), for
+    `--explain` to name their files as theirs, not as untracked."""
 
     def explanation_lines(self) -> list[str]:
         """One line per file that makes the work tree's digest differ from HEAD's."""
@@ -30,12 +33,23 @@ class DigestReport:
             return []
         if diff.is_empty:
             return ["the work tree hashes the same files as HEAD"]
-        lines = [f"edited     {p}  (differs from HEAD: commit it, or check git attributes that "
+        lines = [self._submodule_line("edited", p, "differs from") or
+                 f"edited     {p}  (differs from HEAD: commit it, or check git attributes that "
                  "convert bytes on checkout)" for p in diff.changed]
-        lines += [f"untracked  {p}  (not in HEAD: commit it, or add it to "
+        lines += [self._submodule_line("untracked", p, "is not in") or
+                  f"untracked  {p}  (not in HEAD: commit it, or add it to "
                   "[tool.lawkit.digest] exclude if it is generated)" for p in diff.added]
-        lines += [f"missing    {p}  (in HEAD, not in the work tree)" for p in diff.removed]
+        lines += [self._submodule_line("missing", p, "is in, not in the work tree:") or
+                  f"missing    {p}  (in HEAD, not in the work tree)" for p in diff.removed]
         return lines
+
+    def _submodule_line(self, kind: str, path: str, how: str) -> str | None:
+        for sub, commit in self.submodules:
+            if path.startswith(sub + "/"):
+                return (f"{kind:<10} {path}  (submodule {sub}'s file: {how} the commit HEAD "
+                        f"records for it, {commit[:12]}: commit in the submodule and git add "
+                        f"{sub}, or git submodule update -- {sub})")
+        return None
 
     def to_json(self, *, manifest: bool = False) -> dict[str, Any]:
         """The report as the JSON document `lawkit digest --json` prints."""
@@ -59,7 +73,7 @@ def work_tree_manifest(config: DigestConfig) -> src_digest.Manifest:
         return src_digest.manifest_of(config.root, config.packages, config.include,
                                       config.exclude)
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def rev_manifest(config: DigestConfig, rev: str) -> src_digest.Manifest:
@@ -71,7 +85,7 @@ def rev_manifest(config: DigestConfig, rev: str) -> src_digest.Manifest:
     except src_digest.GitObjectsError as exc:
         raise GitError(str(exc)) from None
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def current_digest(ws: Workspace) -> str:
@@ -87,6 +101,7 @@ def digest_report(ws: Workspace, *, rev: str | None = None, explain: bool = Fals
                        "(HEAD for the last commit), or leave --rev out for the work tree")
     manifest = rev_manifest(config, rev) if rev is not None else work_tree_manifest(config)
     versus_head = cannot_explain = None
+    submodules: tuple[tuple[str, str], ...] = ()
     if explain:
         try:
             head = rev_manifest(config, "HEAD")
@@ -99,6 +114,12 @@ def digest_report(ws: Workspace, *, rev: str | None = None, explain: bool = Fals
         else:
             tree = manifest if rev is None else work_tree_manifest(config)
             versus_head = src_digest.diff_manifests(head, tree)
+            submodules = _submodules(config)
     return DigestReport(key=config.key, digest=manifest.digest(config.length), manifest=manifest,
                         root=ws.rel(config.root), rev=rev, versus_head=versus_head,
-                        cannot_explain=cannot_explain)
+                        cannot_explain=cannot_explain, submodules=submodules)
+
+
+def _submodules(config: DigestConfig) -> tuple[tuple[str, str], ...]:
+    top, prefix = src_digest.git_toplevel(config.root)
+    return tuple(src_digest.submodules_at_rev(top, "HEAD", config.packages, prefix))

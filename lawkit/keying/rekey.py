@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit import fsio
-from lawkit.config import Workspace
+from lawkit.config import Workspace, require_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.check import (
     SYMLINKED_FOLDER,
     FileFacts,
+    Problem,
     identity_of,
     integrity_problems,
     law_paths,
@@ -72,10 +73,18 @@ class RekeyReport:
     changed: list[Change] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    """What `check` reports in files already at the target (a body edited by hand): rekey has
+    nothing to do there, and says so rather than exit 0 as if all were well (issue 14 item 17)."""
     diff: str = ""
     verdicts: list[FileVerdict] = field(default_factory=list)
     """The footprint verdict of each file re-keyed, against the work tree (DESIGN section 11)."""
     require: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """1, as `check` would exit, when a file at the target has a problem; else 0."""
+        return 1 if self.problems else 0
 
     def lines(self) -> list[str]:
         """One line per file changed or skipped, then the summary."""
@@ -90,6 +99,7 @@ class RekeyReport:
                            f"{c.to}")
                 out += self._verdict_lines(c.path)
         out += [f"skipped {s.path}: {s.reason}" for s in self.skipped]
+        out += [p.text() for p in self.problems]
         return [*out, self.summary()]
 
     def _verdict_lines(self, path: str) -> list[str]:
@@ -114,6 +124,10 @@ class RekeyReport:
             rest.append(f"{len(self.unchanged)} already at {self.key}={self.to}")
         if self.skipped:
             rest.append(f"{len(self.skipped)} skipped")
+        if self.problems:
+            with_problems = len({p.path for p in self.problems})
+            rest.append(f"{with_problems} of those with a problem lawkit check reports: see "
+                        f"{'its line' if len(self.problems) == 1 else 'the lines'} above")
         return head + (f" ({', '.join(rest)})" if rest else "")
 
     def to_json(self) -> dict[str, Any]:
@@ -124,6 +138,7 @@ class RekeyReport:
                         for c in self.changed],
             "unchanged": self.unchanged,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "problems": [dataclasses.asdict(p) for p in self.problems],
             "diff": self.diff,
             "verdicts": [v.to_json() for v in self.verdicts],
         }
@@ -142,6 +157,7 @@ class _Prepared:
 @dataclass(frozen=True)
 class _Unchanged:
     shown: str
+    problems: tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,7 +175,9 @@ class _Skipped(Exception):
 
 
 class _AtTarget(Exception):
-    pass
+    def __init__(self, problems: Sequence[Problem] = ()) -> None:
+        super().__init__()
+        self.problems = tuple(problems)
 
 
 def rekey(
@@ -187,13 +205,13 @@ def rekey(
     why = _one_line(why, "--why")
     refs = [_one_line(ref, "--ref") for ref in refs]
     if from_ is not None:
-        _check_digest(from_, "--from", length)
+        require_digest(from_, "--from", length)
     if adopt and to is not None:
         raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
                           "file names; run lawkit rekey afterwards to move the keys")
     _check_require(require, adopt)
     target = None if adopt else \
-        _check_digest(to, "--to", length) if to is not None else current_digest(ws)
+        require_digest(to, "--to", length) if to is not None else current_digest(ws)
     files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
     stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -215,8 +233,8 @@ def rekey(
                 assert target is not None
                 return _prepare_rekey(path, shown, raw, known, key, target, when, why, refs,
                                       from_)
-            except _AtTarget:
-                return _Unchanged(shown)
+            except _AtTarget as at:
+                return _Unchanged(shown, at.problems)
             except _Skipped as skip:
                 return Skip(shown, str(skip))
             except LawkitError as exc:
@@ -231,6 +249,8 @@ def rekey(
             report.verdicts.extend(_verdicts(ws, prepared, require))
         report.changed.extend(p.change for p in prepared)
         report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
+        report.problems.extend(p for o in outcomes if isinstance(o, _Unchanged)
+                               for p in o.problems)
         report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
         if dry_run:
             return dataclasses.replace(report, diff=_diff(prepared))
@@ -291,7 +311,7 @@ def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, 
         law_file = lawfile.parse(raw, shown, key=key)
         named = law_file.host.key[key]
     if named == target:
-        raise _AtTarget
+        raise _AtTarget(integrity_problems(law_file, key) if law_file is not None else ())
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
     if law_file is None:
@@ -420,7 +440,8 @@ def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
         path = Path(os.path.abspath(given))
         if path != laws and laws not in path.parents:
             raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
-                              "workspace's law files (see [tool.lawkit] laws, or --laws)")
+                              "workspace's law files; "
+                              f"{ws.advice('see [tool.lawkit] laws, or --laws')}")
         # A symlinked folder on the way would take the write outside the laws folder.
         for folder in [p for p in path.parents if laws in p.parents] + \
                 ([path] if path != laws and path.is_dir() else []):
@@ -443,13 +464,6 @@ def _refusal(refusals: list[_Refused]) -> RefusalError:
         if more else ""
     return RefusalError(f"{first.detail}; nothing was written{tail}", path=first.path,
                         line=first.line)
-
-
-def _check_digest(value: str, flag: str, length: int) -> str:
-    if not re.fullmatch(f"[0-9a-f]{{{length}}}", value):
-        raise LawkitError(f"{flag} {value!r}: expected a digest of {length} lowercase hex "
-                          "characters, as lawkit digest prints it")
-    return value
 
 
 def _one_line(value: str, flag: str) -> str:

@@ -75,6 +75,21 @@ class Law(BaseModel):
             seen[key] = term
         return terms
 
+    @field_validator("filter")
+    @classmethod
+    def _filter_parses(cls, filter: str | None) -> str | None:
+        # Read here, not first at use: a filter that does not parse fails check, show and
+        # rekey naming its file and line, not score naming no file (issue 14 item 11).
+        if filter is not None:
+            from lawkit.errors import FitError
+            from lawkit.lawfiles.where import parse_where
+
+            try:
+                parse_where(filter)
+            except FitError as exc:
+                raise ValueError(str(exc)) from None
+        return filter
+
     @field_validator("domain")
     @classmethod
     def _domain_is_ranges(cls, domain: dict[str, list[float]] | None) -> Any:
@@ -380,7 +395,7 @@ def current_digest(ws: Workspace) -> str:
         return src_digest.host_key_of(config.root, config.packages, config.include,
                                       config.exclude, config.length)
     except src_digest.DigestError as exc:
-        raise LawkitError(str(exc)) from None
+        raise LawkitError(config.explain(exc)) from None
 
 
 def _workspace_of(path: str | Path, workspace: Workspace | str | Path | None) -> Workspace:

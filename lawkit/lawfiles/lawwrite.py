@@ -7,11 +7,12 @@ floats as the shortest round-trip digits with a '.' and a signed exponent (`3.0e
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from lawkit.errors import LawkitError, printable
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Words YAML 1.1 reads as booleans or null: never written plain, even as keys.
@@ -40,8 +41,38 @@ def format_key(key: str) -> str:
 
 
 def quote(text: str) -> str:
-    """A double-quoted YAML string (JSON's escapes are a subset of YAML's)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A double-quoted YAML string that every YAML 1.1 and 1.2 loader reads back as `text`:
+    every character outside YAML's printable set, and those YAML 1.1 reads as line breaks or
+    a byte order mark, escaped (issue 14 item 10)."""
+    if "\\" not in text and '"' not in text and _LITERAL.fullmatch(text):
+        return f'"{text}"'
+    return '"' + "".join(_quoted_char(c) for c in text) + '"'
+
+
+# Written as they are inside double quotes: YAML's printable set (YAML 1.2 section 5.1) less
+# '"' and '\\', less U+0085, U+2028, U+2029 (line breaks to YAML 1.1, folded by a loader) and
+# U+FEFF (a byte order mark). Everything else is escaped; a lone surrogate has no escape that
+# libyaml accepts and no UTF-8 encoding, so it is refused.
+_LITERAL = re.compile("[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+                      "\U00010000-\U0010ffff]*")
+_SHORT_ESCAPES = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                  "\v": "\\v", "\f": "\\f", "\r": "\\r", "\x1b": "\\e", '"': '\\"',
+                  "\\": "\\\\"}
+
+
+def _quoted_char(char: str) -> str:
+    escaped = _SHORT_ESCAPES.get(char)
+    if escaped is not None:
+        return escaped
+    if _LITERAL.fullmatch(char):
+        return char
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        raise LawkitError(f"cannot write {printable(char)} to a law file: a lone surrogate is "
+                          "not a character (an argument or value that is not valid UTF-8?)")
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def format_value(value: Any) -> str:

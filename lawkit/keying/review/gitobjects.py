@@ -134,6 +134,30 @@ def list_tree(top: str, treeish: str, paths: Sequence[str]) -> list[src_digest.T
         raise GitError(str(exc)) from None
 
 
+def with_submodules(top: str, treeish: str, entries: list[src_digest.TreeEntry],
+                    sources: dict[str, str | bytes], under: Sequence[str],
+                    ) -> list[src_digest.TreeEntry]:
+    """`entries` with each submodule below `under` replaced by its files at the recorded commit
+    (DESIGN.md section 4); `sources` gets where each of their blobs is read from."""
+    try:
+        return src_digest.with_submodules(top, treeish, entries, sources,
+                                          [os.fsencode(p) for p in under])
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None
+
+
+def submodule_blobs(sources: dict[str, str | bytes], oids: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of blobs of submodules, each read from its own git objects."""
+    by_source: dict[str | bytes, list[str]] = {}
+    for oid in dict.fromkeys(oids):
+        by_source.setdefault(sources[oid], []).append(oid)
+    try:
+        return {oid: data for source, wanted in by_source.items()
+                for oid, data in src_digest.read_blobs(source, wanted).items()}
+    except src_digest.DigestError as exc:
+        raise GitError(str(exc)) from None
+
+
 def read_blobs(top: str, oids: Iterable[str]) -> dict[str, bytes]:
     """The bytes of each blob, each id read once, by one `git cat-file --batch`."""
     try:

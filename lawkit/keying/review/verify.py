@@ -203,6 +203,13 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     base_tree = gitobjects.list_tree(top, base_commit, [repo.laws, *engine_paths])
     head_tree = gitobjects.list_tree(top, head_commit, [repo.laws, *engine_paths])
     merge_tree = gitobjects.list_tree(top, merged.tree, engine_paths) if merged else []
+    # A submodule in the engine is hashed as its files at the recorded commit (DESIGN.md §4).
+    sources: dict[str, str | bytes] = {}
+    base_tree = gitobjects.with_submodules(top, base_commit, base_tree, sources, engine_paths)
+    head_tree = gitobjects.with_submodules(top, head_commit, head_tree, sources, engine_paths)
+    if merged:
+        merge_tree = gitobjects.with_submodules(top, merged.tree, merge_tree, sources,
+                                                engine_paths)
     base_sel, head_sel = _hashed(cfg, repo, base_tree), _hashed(cfg, repo, head_tree)
     merge_sel = _hashed(cfg, repo, merge_tree)
     base_laws, head_laws = law_entries(base_tree, repo.laws), law_entries(head_tree, repo.laws)
@@ -217,16 +224,18 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     sizes = gitobjects.blob_sizes(top, law_oids)
     too_big = {oid: size for oid, size in sizes.items() if size > lawbytes.MAX_BYTES}
     wanted = [oid for oid in law_oids if oid not in too_big]
-    wanted += [e.oid for sel in (base_sel, head_sel, merge_sel) for _, e in sel]
+    engine_oids = [e.oid for sel in (base_sel, head_sel, merge_sel) for _, e in sel]
+    wanted += [oid for oid in engine_oids if oid not in sources]
     blobs = gitobjects.read_blobs(top, wanted)
+    blobs.update(gitobjects.submodule_blobs(sources, (o for o in engine_oids if o in sources)))
 
     base_manifest = src_digest.manifest_from_blobs(base_sel, blobs)
     head_manifest = src_digest.manifest_from_blobs(head_sel, blobs)
     if not len(head_manifest):
         raise LawkitError(
             f"no engine file at head ({head}): nothing matches include {list(cfg.include)} "
-            f"under packages {list(cfg.packages)} in {ws.rel(cfg.root)}: check "
-            "[tool.lawkit.digest] root and packages, or --engine")
+            f"under packages {list(cfg.packages)} in {ws.rel(cfg.root)}: "
+            f"{ws.advice('check [tool.lawkit.digest] root and packages, or --engine')}")
     head_digest = head_manifest.digest(cfg.length)
     base_digest = base_manifest.digest(cfg.length) if len(base_manifest) else None
 
