@@ -119,3 +119,15 @@ def test_review_verifies_a_rekey_over_a_submodule_update_from_the_submodules_obj
     assert runner.invoke(app, ["check"]).exit_code == 0
     result = runner.invoke(app, ["review", "--base", "HEAD~1"])
     assert result.exit_code == 0, result.output
+
+
+def test_footprint_trees_at_a_revision_hold_a_submodules_files_as_the_work_tree_does(
+        tmp_path: Path) -> None:
+    from lawkit.config import load_workspace
+    from lawkit.footprint.trees import rev_sources, work_tree_sources
+
+    engine = engine_with_submodule(tmp_path)
+    config = load_workspace(cwd=tmp_path, engine=engine).digest
+    at_head, work_tree = rev_sources(config, "HEAD"), work_tree_sources(config)
+    assert "atom/vendor/kernel.py" in at_head.files
+    assert at_head.files == work_tree.files and at_head.digest == work_tree.digest

@@ -52,13 +52,22 @@ def rev_sources(config: DigestConfig, rev: str) -> SourceTree:
         paths = [b"/".join(p for p in (pre, pkg) if p)
                  for pkg in src_digest.normalize_packages(config.packages)]
         entries = src_digest.ls_tree(top, rev, [] if b"" in paths else paths)
+        # a submodule inside a package: its files at the recorded commit, from its own objects
+        # (DESIGN section 4), as `lawkit digest --rev` reads them
+        sources: dict[str, str | bytes] = {}
+        entries = src_digest.with_submodules(top, rev, entries, sources)
         selected = src_digest.select_tree(entries, config.packages, config.include,
                                           config.exclude, prefix)
         if not selected:
             advice = "check [tool.lawkit.digest] packages and include"
             raise LawkitError(f"no engine file matched at revision {rev!r}: "
                               f"{config.source.advice(advice) if config.source else advice}")
-        blobs = src_digest.read_blobs(top, (e.oid for _, e in selected))
+        by_source: dict[str | bytes, list[str]] = {}
+        for _, entry in selected:
+            by_source.setdefault(sources.get(entry.oid, top), []).append(entry.oid)
+        blobs: dict[str, bytes] = {}
+        for source, oids in by_source.items():
+            blobs.update(src_digest.read_blobs(source, oids))
         manifest = src_digest.manifest_from_blobs(selected, blobs)
     except src_digest.GitObjectsError as exc:
         raise GitError(str(exc)) from None

@@ -66,9 +66,10 @@ class FootprintDiff:
 
     def lines(self) -> list[str]:
         """The verdict line, then one line per changed, absent or new unit."""
+        count = len(self.units)
         head = (f"{self.verdict}: {self.key}={self.footprint_digest} (footprint) -> "
-                f"{self.key}={self.target_digest}, {len(self.units)} units changed, absent "
-                "or new")
+                f"{self.key}={self.target_digest}, {count} unit{'' if count == 1 else 's'} "
+                "changed, absent or new")
         return [head, *(u.line() for u in self.units)]
 
     def to_json(self) -> dict[str, Any]:
