@@ -56,7 +56,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import math
 import os
 import uuid
 from collections.abc import Generator, Iterator, Sequence
@@ -317,53 +316,6 @@ class LawFold(methods.Folded):
 
 
 @dataclass
-class _HoldoutSums:
-    """n, mean and M2 of y, SSR and the MAPE sums of the held-out rows (unweighted)."""
-
-    n: int = 0
-    mean: float = 0.0
-    m2: float = 0.0
-    ssr: float = 0.0
-    ape: float = 0.0
-    nonzero: int = 0
-
-    def add(self, y: Array, r: Array) -> None:
-        k = len(y)
-        mean = float(np.mean(y))
-        self._combine(k, mean, float(np.sum((y - mean) ** 2)))
-        self.ssr += float(np.dot(r, r))
-        nz = y != 0.0
-        self.ape += float(np.sum(np.abs(r[nz]) / np.abs(y[nz])))
-        self.nonzero += int(np.count_nonzero(nz))
-
-    def _combine(self, k: int, mean: float, m2: float) -> None:
-        # Chan, Golub & LeVeque, as fit._score_holdout folds chunk after chunk.
-        if not k:
-            return
-        delta = mean - self.mean
-        total = self.n + k
-        self.mean += delta * k / total
-        self.m2 += m2 + delta * delta * self.n * k / total
-        self.n = total
-
-    def merge(self, other: _HoldoutSums) -> _HoldoutSums:
-        out = replace(self)
-        out._combine(other.n, other.mean, other.m2)
-        out.ssr += other.ssr
-        out.ape += other.ape
-        out.nonzero += other.nonzero
-        return out
-
-    def scores(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"n": self.n}
-        if self.n:
-            out["r2"] = 1.0 - self.ssr / self.m2 if self.m2 > 0.0 else math.nan
-            out["rmse"] = math.sqrt(self.ssr / self.n)
-            out["mape"] = self.ape / self.nonzero if self.nonzero else math.nan
-        return out
-
-
-@dataclass
 class _Failed:
     """An error a task met, returned as a value: merges keep the first in file order."""
 
@@ -440,9 +392,8 @@ def _answer(request: _Request, reply: Any, law: LawSpec, chunk: captures.Chunk,
         return reply
     x, y, w = law_design(law, chunk, rows)
     if isinstance(request, _Holdout):
-        sums = reply if isinstance(reply, _HoldoutSums) else _HoldoutSums()
-        sums.add(y, y - x @ request.coef)
-        return sums
+        sums = reply if isinstance(reply, methods.Summary) else methods.Summary()
+        return sums.merge(methods.Summary.of(y, y - x @ request.coef))
     return methods.answer(request, reply, x, y, w)
 
 
@@ -470,8 +421,9 @@ def _law(law: LawSpec, split: Split | None,
         reply = yield request
     holdout = None
     if split is not None:
-        sums: _HoldoutSums | None = yield _Holdout(np.asarray(result.coef, dtype=np.float64))
-        holdout = (sums or _HoldoutSums()).scores()
+        sums: methods.Summary | None = yield _Holdout(np.asarray(result.coef,
+                                                                  dtype=np.float64))
+        holdout = (sums or methods.Summary()).scores()
     return result, first.seen, holdout
 
 

@@ -1062,10 +1062,10 @@ def _stack(parts: list[tuple[FloatArray, FloatArray, FloatArray | None]],
 
 def _score_holdout(law: LawSpec, coef: Sequence[float], source: _Source, request: FitRequest,
                    split: Split) -> dict[str, Any]:
+    from lawkit.fitting import methods
+
     b = np.asarray(coef, dtype=np.float64)
-    n = 0
-    mean = m2 = ssr = ape = 0.0
-    nonzero = 0
+    sums = methods.Summary()
     for chunk in source.chunks():
         rows, _dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
                                   held=split.held(chunk), holdout=True)
@@ -1073,25 +1073,8 @@ def _score_holdout(law: LawSpec, coef: Sequence[float], source: _Source, request
             continue
         x = design_matrix(chunk.columns, law.terms, rows)
         y = chunk.columns[law.target][rows]
-        r = y - x @ b
-        k = len(y)
-        chunk_mean = float(np.mean(y))
-        chunk_m2 = float(np.sum((y - chunk_mean) ** 2))
-        delta = chunk_mean - mean
-        total = n + k
-        mean += delta * k / total
-        m2 += chunk_m2 + delta * delta * n * k / total
-        n = total
-        ssr += float(np.dot(r, r))
-        nz = y != 0.0
-        ape += float(np.sum(np.abs(r[nz]) / np.abs(y[nz])))
-        nonzero += int(np.count_nonzero(nz))
-    out: dict[str, Any] = {"n": n}
-    if n:
-        out["r2"] = 1.0 - ssr / m2 if m2 > 0.0 else math.nan
-        out["rmse"] = math.sqrt(ssr / n)
-        out["mape"] = ape / nonzero if nonzero else math.nan
-    return out
+        sums = sums.merge(methods.Summary.of(y, y - x @ b))
+    return sums.scores()
 
 
 def fit_statistics(result: Any, *, weight: str | None = None, dropped: int = 0,

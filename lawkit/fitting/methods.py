@@ -225,6 +225,26 @@ class Summary:
     nonzero: int = 0
     down: int = 0
 
+    @classmethod
+    def of(cls, y: Array, r: Array) -> Summary:
+        """The sums of rows with targets ``y`` and residuals ``r``."""
+        if not y.size:
+            return cls()
+        mean = float(np.mean(y))
+        nz = y != 0.0
+        return cls(n=y.shape[0], mean=mean, m2=float(np.sum((y - mean) ** 2)),
+                   ssr=float(np.dot(r, r)), ape=float(np.sum(np.abs(r[nz]) / np.abs(y[nz]))),
+                   nonzero=int(np.count_nonzero(nz)))
+
+    def scores(self) -> dict[str, Any]:
+        """``n``, and where there are rows ``r2``, ``rmse`` and ``mape``, as a score prints them."""
+        out: dict[str, Any] = {"n": self.n}
+        if self.n:
+            out["r2"] = 1.0 - self.ssr / self.m2 if self.m2 > 0.0 else math.nan
+            out["rmse"] = math.sqrt(self.ssr / self.n)
+            out["mape"] = self.ape / self.nonzero if self.nonzero else math.nan
+        return out
+
     def merge(self, other: Summary) -> Summary:
         out = replace(self)
         if other.n:
@@ -356,13 +376,7 @@ def _stats(request: Stats, reply: Summary | None, x: Array, y: Array, w: Array |
     out = reply if reply is not None else Summary()
     if not y.size:
         return out
-    r = y - matvec(x, request.coef)
-    k = y.shape[0]
-    mean = float(np.mean(y))
-    part = Summary(n=k, mean=mean, m2=float(np.sum((y - mean) ** 2)), ssr=float(np.dot(r, r)))
-    nz = y != 0.0
-    part.ape = float(np.sum(np.abs(r[nz]) / np.abs(y[nz])))
-    part.nonzero = int(np.count_nonzero(nz))
+    part = Summary.of(y, y - matvec(x, request.coef))
     if request.robust is not None:
         low = request.robust.of(x, y) < 0.5
         part.down = int(np.count_nonzero(low if w is None else low & (w > 0.0)))
