@@ -34,8 +34,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 try:
@@ -43,6 +41,8 @@ try:
 except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from lawkit.footprint.units import units_of
+
+from digest import best_of  # bench/digest.py: the same interleaved best-of-N timing
 
 PY_FILES = 400
 PY_BYTES = 7_500_000
@@ -142,19 +142,6 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (
     if proc.returncode not in ok:
         raise RuntimeError(f"{argv[:4]} exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
     return proc.stdout.strip()
-
-
-def best_of(runs: int, fns: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """The fastest of ``runs`` timed calls of each function (after a warm-up), in seconds."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(runs):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def main() -> int:
