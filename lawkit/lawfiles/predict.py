@@ -102,6 +102,7 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
     out = np.empty(n)
     scratch = np.empty(min(n, _BLOCK))
     strays: set[str] = set()
+    smallest, largest = np.minimum.reduce, np.maximum.reduce  # without the method wrappers
     for lo in range(0, n, _BLOCK):
         hi = min(n, lo + _BLOCK)
         block = out[lo:hi]
@@ -128,7 +129,7 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
             # Two reductions per block; the mask is built only for a column found outside.
             if name not in strays and values.size:
                 rows = _rows(values, lo, hi)
-                if not (low <= rows.min() and rows.max() <= high):
+                if not (low <= smallest(rows) and largest(rows) <= high):
                     strays.add(name)
     return out, strays
 
