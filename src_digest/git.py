@@ -84,12 +84,7 @@ def blob_sizes(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) ->
     wanted = list(dict.fromkeys(oids))
     if not wanted:
         return {}
-    out = _git(
-        repo_dir,
-        ["cat-file", "--batch-check", "--buffer"],
-        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
-        stdin=("\n".join(wanted) + "\n").encode("ascii"),
-    )
+    out = _cat_file(repo_dir, "--batch-check", wanted)
     sizes: dict[str, int] = {}
     lines = out.split(b"\n")
     for oid, line in zip(wanted, lines, strict=False):
@@ -101,17 +96,22 @@ def blob_sizes(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) ->
     return sizes
 
 
+def _cat_file(repo_dir: str | os.PathLike[str] | bytes, batch: str, oids: list[str]) -> bytes:
+    """What one ``git cat-file <batch> --buffer`` prints for the object ids, in their order."""
+    return _git(
+        repo_dir,
+        ["cat-file", batch, "--buffer"],
+        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
+        stdin=("\n".join(oids) + "\n").encode("ascii"),
+    )
+
+
 def read_blobs(repo_dir: str | os.PathLike[str] | bytes, oids: Iterable[str]) -> dict[str, bytes]:
     """The raw bytes of each blob, by the id asked for, from one ``git cat-file --batch``."""
     wanted = list(dict.fromkeys(oids))
     if not wanted:
         return {}
-    out = _git(
-        repo_dir,
-        ["cat-file", "--batch", "--buffer"],
-        failure=f"cannot read git objects in {os.fsdecode(repo_dir)}",
-        stdin=("\n".join(wanted) + "\n").encode("ascii"),
-    )
+    out = _cat_file(repo_dir, "--batch", wanted)
     blobs: dict[str, bytes] = {}
     pos = 0
     for oid in wanted:
