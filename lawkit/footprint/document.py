@@ -1,12 +1,17 @@
-"""The footprint file (DESIGN section 11): reading, validating and writing it.
+"""The footprint file (DESIGN sections 11 and 12): reading, validating and writing it.
 
-    {"schema": "lawkit-footprint/1", "key": "atom", "digest": "<engine digest>",
-     "command": [...], "processes": N,
+    {"schema": "lawkit-footprint/2", "key": "atom", "digest": "<engine digest>",
+     "command": [...], "processes": N, "recorder": "sys.monitoring"|"coverage",
+     "python": "3.12.1", "regions": ["*", "sample_s", ...], "unhashed": [relpath...],
      "files": {"<relpath>": {"sha256": "...",
-                             "units": {"<qualname>": {"digest": "...", "phases": [...]}}}}}
+                             "units": {"<qualname>": {"digest": "...", "phases": [...],
+                                                      "regions": [...]}}}}}
 
 JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
-hashed file is listed, with the phases in which it ran (empty when it did not run).
+hashed file is listed, with the phases in which it ran (empty when it did not run) and the
+regions of the steps it ran in (``"*"``: in steps with no region open). A schema-1 file (no
+``recorder``, ``python``, ``regions``, ``unhashed``; units without ``regions``) is still read:
+its ``schema`` is 1, and its unit digests are schema 1's (``units.units_of(..., schema=1)``).
 """
 
 from __future__ import annotations
@@ -23,17 +28,22 @@ from typing import Any
 
 from lawkit.footprint.errors import FootprintError
 
-SCHEMA = "lawkit-footprint/1"
+SCHEMA = "lawkit-footprint/2"
+SCHEMAS = {"lawkit-footprint/1": 1, "lawkit-footprint/2": 2}
+"""The schemas read, by their number."""
+ANY_REGION = "*"
+"""The region of a unit that ran in steps with no region open."""
 PHASES = ("startup", "steps")
 """The phases a unit can run in, in the order a footprint lists them."""
 
 
 @dataclass(frozen=True)
 class UnitRecord:
-    """One unit as recorded: its digest and the phases in which it ran."""
+    """One unit as recorded: its digest, the phases and the regions in which it ran."""
 
     digest: str
     phases: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,18 +63,31 @@ class Footprint:
     command: tuple[str, ...]
     processes: int
     files: Mapping[str, FileRecord]
+    recorder: str = "sys.monitoring"
+    python: str = ""
+    regions: tuple[str, ...] = ()
+    """The regions seen in the recording, sorted (``"*"`` included when it occurred)."""
+    unhashed: tuple[str, ...] = ()
+    """Native extension modules loaded from inside a hashed package's folder, by relpath."""
+    schema: int = 2
 
     def to_json(self) -> dict[str, Any]:
-        """The footprint as the JSON document of the file."""
+        """The footprint as the JSON document of the file (schema 2; a schema-1 footprint is
+        only read, never written)."""
         return {
             "schema": SCHEMA,
             "key": self.key,
             "digest": self.digest,
             "command": list(self.command),
             "processes": self.processes,
+            "recorder": self.recorder,
+            "python": self.python,
+            "regions": list(self.regions),
+            "unhashed": list(self.unhashed),
             "files": {
                 path: {"sha256": f.sha256,
-                       "units": {name: {"digest": u.digest, "phases": list(u.phases)}
+                       "units": {name: {"digest": u.digest, "phases": list(u.phases),
+                                        "regions": list(u.regions)}
                                  for name, u in f.units.items()}}
                 for path, f in self.files.items()
             },
@@ -127,10 +150,11 @@ def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
 
 
 def _parse(doc: Any, where: str) -> Footprint:
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    schema = SCHEMAS.get(doc.get("schema")) if isinstance(doc, dict) else None
+    if schema is None:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise FootprintError(f"schema: expected {SCHEMA!r}, got {got!r}: record it again with "
-                             "`lawkit footprint record`", path=where)
+        raise FootprintError(f"schema: expected one of {sorted(SCHEMAS)}, got {got!r}: record "
+                             "it again with `lawkit footprint record`", path=where)
     key = _typed(doc, "key", str, where)
     digest = _typed(doc, "digest", str, where)
     command = _typed(doc, "command", list, where)
@@ -154,10 +178,33 @@ def _parse(doc: Any, where: str) -> Footprint:
             if not all(p in PHASES for p in phases):
                 raise FootprintError(f"{uat}.phases: expected some of {list(PHASES)}, got "
                                      f"{phases!r}", path=where)
+            regions = _strings(unit, "regions", where, uat) if schema >= 2 else ()
             records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
-                                       sort_phases(set(phases)))
+                                       sort_phases(set(phases)), tuple(sorted(set(regions))))
         parsed[relpath] = FileRecord(sha, records)
-    return Footprint(key, digest, tuple(command), processes, parsed)
+    if schema == 1:
+        return Footprint(key, digest, tuple(command), processes, parsed, recorder="coverage",
+                         schema=1)
+    return Footprint(key, digest, tuple(command), processes, parsed,
+                     recorder=_typed(doc, "recorder", str, where),
+                     python=_typed(doc, "python", str, where),
+                     regions=tuple(sorted(set(_strings(doc, "regions", where, optional=True)))),
+                     unhashed=tuple(sorted(set(_strings(doc, "unhashed", where,
+                                                        optional=True)))),
+                     schema=2)
+
+
+def _strings(doc: dict[str, Any], name: str, where: str, at: str = "", *,
+             optional: bool = False) -> list[str]:
+    """A list of strings; a missing optional one is empty (a schema-2 file without top-level
+    ``regions`` has no regions, DESIGN section 12)."""
+    if optional and name not in doc:
+        return []
+    value = _typed(doc, name, list, where, at)
+    if not all(isinstance(v, str) for v in value):
+        label = f"{at}.{name}" if at else name
+        raise FootprintError(f"{label}: expected a list of strings, got {value!r}", path=where)
+    return value
 
 
 def _typed(doc: dict[str, Any], name: str, kind: type, where: str, at: str = "") -> Any:

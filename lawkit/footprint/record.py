@@ -21,6 +21,7 @@ engine ran), or a hashed file changed during the run.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -131,7 +132,8 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     if not ran_any:
         raise RecordRefused(f"no hashed engine file ran under {ws.rel(root)}: is the command "
                             "running this engine, and does it import it from here?")
-    return Footprint(ws.digest.key, tree.digest, command, len(measurement.processes), files)
+    return Footprint(ws.digest.key, tree.digest, command, len(measurement.processes), files,
+                     recorder="coverage", python=platform.python_version())
 
 
 def _check_coverage() -> None:
