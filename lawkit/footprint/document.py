@@ -150,7 +150,7 @@ def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
 
 
 def _parse(doc: Any, where: str) -> Footprint:
-    schema = SCHEMAS.get(doc.get("schema")) if isinstance(doc, dict) else None
+    schema = SCHEMAS.get(str(doc.get("schema"))) if isinstance(doc, dict) else None
     if schema is None:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise FootprintError(f"schema: expected one of {sorted(SCHEMAS)}, got {got!r}: record "
@@ -200,7 +200,7 @@ def _strings(doc: dict[str, Any], name: str, where: str, at: str = "", *,
     ``regions`` has no regions, DESIGN section 12)."""
     if optional and name not in doc:
         return []
-    value = _typed(doc, name, list, where, at)
+    value: list[str] = _typed(doc, name, list, where, at)
     if not all(isinstance(v, str) for v in value):
         label = f"{at}.{name}" if at else name
         raise FootprintError(f"{label}: expected a list of strings, got {value!r}", path=where)
