@@ -158,7 +158,9 @@ def read_footprint_bytes(path: Path, *, shown: str, root: Path | None = None) ->
         if not inside(real, os.path.realpath(root)):
             raise FootprintError(f"a symlink to {real}, outside the workspace: pass the "
                                  "footprint file itself", path=shown)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows, which has no FIFOs
+    for posix_only in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC"):
+        flags |= getattr(os, posix_only, 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
