@@ -10,14 +10,15 @@ Law files naming the same footprint share one comparison.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError
-from lawkit.footprint.binding import ReadFile, law_file_verdict
+from lawkit.footprint.binding import ReadFile, bound_footprint
+from lawkit.footprint.document import Footprint
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.verdict import FootprintDiff, OldSource
+from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint, law_verdict
 from lawkit.lawfiles import yamlsafe
 
 REQUIRE = ("untouched",)
@@ -32,6 +33,8 @@ class FileVerdict:
     verdict: str
     footprint: str | None = None
     diff: FootprintDiff | None = None
+    recorded: Footprint | None = field(default=None, compare=False, repr=False)
+    """The footprint itself (None: unknown)."""
 
     @property
     def why_unknown(self) -> str:
@@ -91,7 +94,7 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: Sourc
 
     ``read`` reads a footprint by its workspace-relative path (default: the work tree).
     """
-    seen: dict[tuple[str, str], tuple[str, FootprintDiff | None]] = {}
+    seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
     out = []
     for shown, raw in files:
         binding = fit_binding(raw, shown)
@@ -101,9 +104,11 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: Sourc
             continue
         key = (path, str(binding.get("sha256")))
         if key not in seen:
-            seen[key] = law_file_verdict(ws, binding, target, read, old_source)
-        verdict, diff = seen[key]
-        out.append(FileVerdict(shown, verdict, path, diff))
+            footprint = bound_footprint(ws, binding, read)
+            seen[key] = footprint, None if footprint is None else \
+                diff_footprint(footprint, target, old_source)
+        footprint, diff = seen[key]
+        out.append(FileVerdict(shown, law_verdict(diff), path, diff, footprint))
     return out
 
 
