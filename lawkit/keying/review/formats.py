@@ -43,6 +43,9 @@ def as_text(report: ReviewReport) -> str:
         lines += _engine_text(report)
     else:
         lines.append("no hashed engine file changed since base")
+    if report.not_hashed:
+        lines.append(_not_hashed_line(report) + ":")
+        lines += [f"  {n.change:<8} {n.path}" for n in report.not_hashed]
     lines += _footprints_text(report)
     if report.merge is not None:
         lines.append(_merge_line(report))
@@ -65,6 +68,9 @@ def as_github(report: ReviewReport) -> str:
                     "changed since base")
     if report.merge is not None:
         summary += f"; {_merge_line(report)}"
+    if report.not_hashed:
+        summary += f"; {_not_hashed_line(report)}: " + ", ".join(
+            f"{n.change} {n.path}" for n in report.not_hashed[:GITHUB_NOTICES])
     lines += _footprints_github(report)
     units = [f"{f.how} {f.path}: {f.summary()}"
              + "".join(f"; {u.text().replace('  ', ' ')}" for u in f.units)
@@ -82,6 +88,10 @@ def as_markdown(report: ReviewReport) -> str:
            f"base {_code(report.base.rev)} ({_code(report.base.short)}, {_md(key)} "
            f"{_code(report.base.digest or 'none')}) → head {_code(report.head.rev)} "
            f"({_code(report.head.short)}, {_md(key)} {_code(report.head.digest or 'none')})", ""]
+    # Findings on no law file's row: the config's (listed first) and --require's.
+    others = [*report.config_findings, *report.footprint_findings]
+    if others:
+        out += [f"- ❌ {_md(str(f))}" for f in others] + [""]
     if report.files:
         # Every file with a finding gets a row; verified ones up to a cap, so that a change
         # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
@@ -117,6 +127,14 @@ def as_markdown(report: ReviewReport) -> str:
         out += ["", "</details>", ""]
     else:
         out += ["No hashed engine file changed since base.", ""]
+    if report.not_hashed:
+        out += [f"<details><summary>{_html(_not_hashed_line(report))}</summary>", ""]
+        out += [f"- {n.change} {_code(n.path)}"
+                for n in report.not_hashed[:MARKDOWN_ENGINE_LINES]]
+        if len(report.not_hashed) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(report.not_hashed) - MARKDOWN_ENGINE_LINES} more (lawkit "
+                       "review --format json lists them all)")
+        out += ["", "</details>", ""]
     out += _footprints_markdown(report)
     if report.merge is not None:
         m = report.merge
@@ -138,6 +156,12 @@ def _engine_text(report: ReviewReport) -> list[str]:
             lines.append("      (layout, comments or docstrings only)")
         lines += [f"      {u.text()}" for u in (file.units if file else ())]
     return lines
+
+
+def _not_hashed_line(report: ReviewReport) -> str:
+    n = len(report.not_hashed)
+    return (f"{n} file{_s(n)} in hashed packages that the digest does not hash changed since "
+            "base (not hashed: code there can run unseen by the digest)")
 
 
 def _footprints_text(report: ReviewReport) -> list[str]:
