@@ -18,7 +18,7 @@ from lawkit.errors import LawkitError
 from lawkit.footprint.binding import ReadFile, bound_footprint
 from lawkit.footprint.document import Footprint
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint, law_verdict
+from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 from lawkit.lawfiles import yamlsafe
 
 REQUIRE = ("untouched",)
@@ -108,7 +108,8 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: Sourc
             seen[key] = footprint, None if footprint is None else \
                 diff_footprint(footprint, target, old_source)
         footprint, diff = seen[key]
-        out.append(FileVerdict(shown, law_verdict(diff), path, diff, footprint))
+        out.append(FileVerdict(shown, "unknown" if diff is None else diff.verdict, path, diff,
+                               footprint))
     return out
 
 
