@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,19 +140,17 @@ class Evidence:
     `MAX_FOOTPRINT_BYTES` is no footprint (why: `problem`)."""
 
     def __init__(self, top: str, repo: gitobjects.RepoPaths, base_commit: str,
-                 head_commit: str, head_laws: Mapping[str, src_digest.TreeEntry],
-                 blobs: Mapping[str, bytes], files: Sequence[FileReview]) -> None:
+                 head_commit: str) -> None:
         self._top, self.repo = top, repo
         self._commits = (base_commit, head_commit)
         self._problems: dict[str, str] = {}
         self._head: dict[str, bytes] = {}
         self._changed: dict[str, bool] = {}
         self._decoded: dict[str, Footprint | None] = {}
-        named = [b.get("path") for e in head_laws.values() if e.oid in blobs
-                 for b in [fit_binding(blobs[e.oid], "")] if b is not None]
-        named += [f.footprint.get("path") for r in files for f in r.fits
-                  if isinstance(f.footprint, Mapping)]
-        self._load([p for p in named if isinstance(p, str)])
+
+    def prefetch(self, rels: Iterable[object]) -> None:
+        """Read the footprints at these paths (non-strings are skipped) in one batch."""
+        self._load([rel for rel in rels if isinstance(rel, str)])
 
     def read(self, rel: str) -> bytes | None:
         """The footprint's bytes at head, or None (see `problem`)."""
@@ -223,6 +221,8 @@ def check_fits(files: Sequence[FileReview], evidence: Evidence, key: str) -> Non
     have refused: not at head, other bytes than the entry's sha256, not a footprint, recorded
     on another digest than the fit's captures, or its files not digesting to the digest it
     names (a footprint copied and edited)."""
+    evidence.prefetch(f.footprint.get("path") for r in files for f in r.fits
+                      if isinstance(f.footprint, Mapping))
     for review in files:
         for fit in review.fits:
             problem = _fit_problem(fit, evidence, key)
@@ -271,15 +271,18 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     """Each law file's verdict at head: those naming a footprint (every one with `require`),
     and the findings `require` makes. `at_base` and `at_head` hold the hashed engine files by
     their path from the digest root."""
-    files = []
+    files, named = [], []
     repo = evidence.repo
     for path, entry in sorted(head_laws.items()):
         raw = blobs.get(entry.oid)
         shown = repo.shown(path)
-        if raw is not None and (require is not None or fit_binding(raw, shown) is not None):
+        binding = fit_binding(raw, shown) if raw is not None else None
+        if raw is not None and (require is not None or binding is not None):
             files.append((shown, raw))
+            named.append(binding.get("path") if binding else None)
     if not files:
         return (), ()
+    evidence.prefetch(named)
     target = SourceTree(head_digest, dict(at_head), f"revision {head}")
 
     def old_source(relpath: str, sha256: str) -> bytes | None:

@@ -272,7 +272,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
         merge_review = _merge_review(head_side, merge_side, merge_with, other, merged, blobs,
                                      head_manifest)
     not_hashed = _not_hashed(base_side, head_side)
-    evidence = footprints.Evidence(top, repo, base_commit, head_commit, head_laws, blobs, files)
+    evidence = footprints.Evidence(top, repo, base_commit, head_commit)
     footprints.check_fits(files, evidence, cfg.key)
     verdicts, footprint_findings = footprints.head_verdicts(
         head_side.ws, evidence, head, head_laws, blobs, base_side.files(blobs),
