@@ -313,7 +313,9 @@ class Checker:
     def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
         """The integrity rule of DESIGN.md section 5, for a file new at head."""
         entries = head_file.host.provenance
-        review.fits = _fits(head_file, 0)
+        # A new file's older fit entries are history it brings along; what its verdict rests
+        # on, and what this change vouches for, is its newest fit.
+        review.fits = _fits(head_file, 0)[-1:]
         if not entries:
             review.add("unexplained", "a new law file with no provenance: fit it (lawkit fit) "
                        "or adopt it (lawkit rekey --adopt --why TEXT)", self._key_line(head_file))
