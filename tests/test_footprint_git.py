@@ -51,7 +51,8 @@ def test_diff_rev_gives_untouched_startup_and_steps_for_three_later_commits(repo
     code, doc = _diff(repo, unexecuted)
     assert (code, doc["verdict"]) == (0, "untouched")
     assert doc["units"] == [{"path": "atom/base.py", "unit": "only_defined", "change": "changed",
-                             "phases": [], "counts_as": "not run", "layout_only": False}]
+                             "phases": [], "regions": [], "counts_as": "not run",
+                             "layout_only": False}]
     fp_digest = json.loads((repo / "fp.json").read_text())["digest"]
     assert doc["digest"]["footprint"] == fp_digest
     assert doc["digest"]["target"] == lawkit("digest", "--rev", unexecuted, cwd=repo).stdout.strip()
@@ -74,7 +75,8 @@ def test_diff_finds_the_recorded_source_in_history_to_class_a_docstring_change(
     code, doc = _diff(repo, rev)
     assert (code, doc["verdict"]) == (1, "steps")
     assert doc["units"] == [{"path": "atom/base.py", "unit": "Base.prepare", "change": "changed",
-                             "phases": ["steps"], "counts_as": "steps", "layout_only": True}]
+                             "phases": ["steps"], "regions": [], "counts_as": "steps",
+                             "layout_only": True}]
     text = lawkit("footprint", "diff", "fp.json", cwd=repo)  # the work tree, as committed
     assert text.returncode == 1
     assert text.stdout.splitlines()[1] == ("changed  atom/base.py  Base.prepare  ran in steps: "

@@ -229,22 +229,13 @@ def test_review_and_rekey_with_a_footprint_import_no_numpy_pandas_or_scipy(repo:
         "exit 1 heavy []"
 
 
-def test_a_refit_on_a_footprint_outside_the_repository_is_unknown_and_a_finding(
-        repo: Path) -> None:
-    base = _git(repo, "rev-parse", "HEAD")
+def test_fit_refuses_a_footprint_outside_the_repository(repo: Path) -> None:
     outside = repo.parent / "elsewhere.json"
     shutil.copy(repo / "fp.json", outside)
     result = lawkit(*FIT, "--footprint", str(outside), cwd=repo)
-    assert result.returncode == 0, result.stderr
-    _git(repo, "commit", "-qam", "refit with a footprint outside the repository")
-    result = _review(repo, base, "HEAD", "--format", "json")
-    assert result.returncode == 1, result.stderr
-    doc = json.loads(result.stdout)
-    [verdict] = doc["footprints"]
-    assert (verdict["verdict"], verdict["footprint"]) == ("unknown", str(outside))
-    [finding] = doc["findings"]
-    assert (finding["kind"], finding["path"]) == ("fit-footprint", "laws/host.yaml")
-    assert "outside the repository" in finding["message"]
+    assert result.returncode == 2
+    assert f"{outside}: outside the workspace" in result.stderr
+    assert _git(repo, "status", "--porcelain") == ""
 
 
 def test_require_takes_only_untouched(repo: Path) -> None:

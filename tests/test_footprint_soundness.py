@@ -85,12 +85,13 @@ def test_a_module_level_constant_changed_is_startup(recorded: tuple[Path, Footpr
     assert _changes(diff) == {("atom/base.py", "<module>"): ("changed", "startup")}
 
 
-def test_a_default_argument_changed_counts_as_steps(recorded: tuple[Path, Footprint],
-                                                    engine: Path) -> None:
+def test_a_default_argument_changed_counts_as_steps_and_changes_the_body_that_evaluated_it(
+        recorded: tuple[Path, Footprint], engine: Path) -> None:
     edit(engine / "atom/runner.py", "factor=2", "factor=3")
     diff = _diff(engine, recorded[1])
     assert diff.verdict == "steps"
-    assert _changes(diff) == {("atom/runner.py", "scale"): ("changed", "steps")}
+    assert _changes(diff) == {("atom/runner.py", "scale"): ("changed", "steps"),
+                              ("atom/runner.py", "<module>"): ("changed", "startup")}
 
 
 def test_a_decorator_changed_counts_as_steps(recorded: tuple[Path, Footprint],

@@ -65,13 +65,105 @@ def test_a_function_runs_from_its_first_decorator_to_its_last_line_nested_ones_i
     assert f.digest == hashlib.sha256(f.data).hexdigest()
 
 
-def test_a_shell_is_its_lines_without_its_members_then_their_names() -> None:
+def test_a_shell_keeps_each_member_in_its_place_as_a_mark_and_its_header() -> None:
     units = {u.qualname: u for u in units_of(SOURCE)}
+    assert units["C"].data == (b"class C(Base):\n    attr = 1\n\n"
+                               b"\0def m\n    def m(self): \n\n"
+                               b"\0def p\n    @property\n    def p(self):\n\n"
+                               b"\0def p#2\n    @p.setter\n    def p(self, v):\n\n"
+                               b"\0class D\n    class D:\n")
+    assert units["C.D"].data == b"    class D:\n\0def m\n        def m(self):\n"
+    module = units[MODULE].data
+    assert module.startswith(b'"""A module."""\nimport os\n\nX = 1\n\n\n'
+                             b"\0def f\n@deco\n@other(\n    1)\ndef f(a,\n      b=2):\n")
+    assert module.endswith(b"if X:\n\0def g\n    def g(): \nelse:\n\0def g#2\n    def g(): \n")
+
+
+def test_a_schema_1_shell_is_its_lines_without_its_members_then_their_names() -> None:
+    units = {u.qualname: u for u in units_of(SOURCE, schema=1)}
     assert units["C"].data == b"class C(Base):\n    attr = 1\n\n\n\n\n\0m\np\np#2\nD"
     assert units["C.D"].data == b"    class D:\n\0m"
     module = units[MODULE].data
     assert module.startswith(b'"""A module."""\nimport os\n\nX = 1\n')
     assert module.endswith(b"if X:\nelse:\n\0f\nC\ng\ng#2")
+    assert units["f"].data == {u.qualname: u for u in units_of(SOURCE)}["f"].data
+
+
+SAMPLER = b"""REGISTRY = {}
+def register(name):
+    def deco(fn):
+        REGISTRY[name] = fn
+        return fn
+    return deco
+@register("greedy")
+def sample(logits, top_k=TOP_K):
+    return logits[:top_k]
+TOP_K = 50
+class Sampler:
+    def pick(self, k=LIMIT):
+        return k
+    LIMIT = 3
+"""
+"""Compact, so that a statement moved across a def leaves a body's own lines the same."""
+
+
+def _digests(source: bytes, schema: int = 2) -> dict[str, str]:
+    return {u.qualname: u.digest for u in units_of(source, schema)}
+
+
+def _changed(before: bytes, after: bytes, schema: int = 2) -> set[str]:
+    old, new = _digests(before, schema), _digests(after, schema)
+    return {name for name in old.keys() | new.keys() if old.get(name) != new.get(name)}
+
+
+def test_a_constant_moved_above_a_def_whose_default_reads_it_changes_the_module_body() -> None:
+    moved = SAMPLER.replace(b"TOP_K = 50\n", b"").replace(b'@register("greedy")',
+                                                         b'TOP_K = 50\n@register("greedy")')
+    assert _changed(SAMPLER, moved) == {MODULE}
+    assert _changed(SAMPLER, moved, schema=1) == set()  # what schema 1 cannot see
+
+
+def test_a_class_attribute_moved_above_a_method_whose_default_reads_it_changes_the_shell(
+) -> None:
+    moved = SAMPLER.replace(b"    LIMIT = 3\n", b"").replace(
+        b"class Sampler:\n", b"class Sampler:\n    LIMIT = 3\n")
+    assert _changed(SAMPLER, moved) == {"Sampler"}
+    assert _changed(SAMPLER, moved, schema=1) == set()
+
+
+def test_a_changed_decorator_or_default_changes_its_function_and_the_body_that_ran_it() -> None:
+    retagged = SAMPLER.replace(b'@register("greedy")', b'@register("top_k")')
+    assert _changed(SAMPLER, retagged) == {MODULE, "sample"}
+    assert _changed(SAMPLER, retagged, schema=1) == {"sample"}
+    defaulted = SAMPLER.replace(b"def pick(self, k=LIMIT)", b"def pick(self, k=LIMIT + 1)")
+    assert _changed(SAMPLER, defaulted) == {"Sampler", "Sampler.pick"}
+    annotated = SAMPLER.replace(b"def pick(self, k=LIMIT)", b"def pick(self, k: int = LIMIT)")
+    assert _changed(SAMPLER, annotated) == {"Sampler", "Sampler.pick"}
+
+
+def test_a_changed_body_changes_only_its_function_one_line_definitions_too() -> None:
+    assert _changed(SAMPLER, SAMPLER.replace(b"return logits[:top_k]",
+                                             b"return logits[top_k:]")) == {"sample"}
+    one_line = b"def one(): return 1\n\nclass K: x = 1\n"
+    assert _changed(one_line, one_line.replace(b"return 1", b"return 2")) == {"one"}
+    assert _changed(one_line, one_line.replace(b"x = 1", b"x = 2")) == {"K"}
+
+
+def test_layout_only_sees_comments_between_members_but_not_members_swapped() -> None:
+    units = {u.qualname: u.data for u in units_of(SAMPLER)}
+    commented = {u.qualname: u.data for u in units_of(
+        SAMPLER.replace(b"TOP_K = 50\n", b"# the default\nTOP_K = 50  # tokens\n"))}
+    assert layout_only(units[MODULE], commented[MODULE])
+    swapped = SAMPLER.replace(b"class Sampler:", b"class Sampler:\n    def a(self): pass\n"
+                              b"    def b(self): pass").replace(b"LIMIT = 3", b"LIMIT = 3")
+    other = swapped.replace(b"    def a(self): pass\n    def b(self): pass",
+                            b"    def b(self): pass\n    def a(self): pass")
+    before = {u.qualname: u.data for u in units_of(swapped)}["Sampler"]
+    after = {u.qualname: u.data for u in units_of(other)}["Sampler"]
+    assert before != after and not layout_only(before, after)
+    schema_1 = {u.qualname: u.data for u in units_of(SAMPLER, schema=1)}
+    assert layout_only(schema_1[MODULE], {u.qualname: u.data for u in units_of(
+        SAMPLER.replace(b"TOP_K = 50\n", b"TOP_K = 50  # c\n"), schema=1)}[MODULE], schema=1)
 
 
 def test_a_method_added_to_a_class_changes_the_class_shell_and_nothing_else() -> None:
@@ -109,6 +201,16 @@ def test_layout_only_allows_comments_blank_lines_and_docstrings_not_code() -> No
     assert layout_only(b'"""Module doc."""\nx = 1\n\0', b"x = 1  # c\n\0")
     assert not layout_only(b'x = 1\n"""not a docstring"""\n\0', b"x = 1\n\0")
     assert not layout_only(b"def f(:\n", b"def f(: # c\n")  # not Python: never layout only
+
+
+def test_an_f_string_or_bytes_first_statement_is_code_not_a_docstring() -> None:
+    assert not layout_only(b'f"{x}"\nx = 1\n', b'f"{y}"\nx = 1\n')
+    assert not layout_only(b'F"a"\nx = 1\n', b"x = 1\n")
+    assert not layout_only(b'    def m(self):\n        rf"{x}"\n        return 1\n',
+                           b"    def m(self):\n        return 1\n")
+    assert not layout_only(b'def m(): f"{x}"\n', b"def m(): pass\n")
+    assert not layout_only(b'b"raw"\nx = 1\n', b"x = 1\n")
+    assert layout_only(b'r"""Doc."""\nx = 1\n', b'u"Other"\nx = 1\n')
 
 
 def test_a_function_ran_when_its_body_ran_its_def_line_counts_for_its_holder() -> None:

@@ -68,7 +68,7 @@ def diff(
     config: ConfigOption = None,
 ) -> None:
     """Compare a footprint with the engine, unit by unit, and print the verdict: untouched
-    (only code that never ran changed), startup, or steps.
+    (only code that never ran changed), startup, or steps; and each region's verdict.
 
     Exit 0 for untouched, 1 for startup or steps, 2 on bad input.
     """
@@ -76,16 +76,24 @@ def diff(
     def body() -> int:
         from lawkit.config import load_workspace
         from lawkit.footprint.document import read_footprint
+        from lawkit.footprint.regions import region_verdicts
         from lawkit.footprint.verdict import diff_rev, diff_work_tree
 
         ws = load_workspace(config=config, engine=engine)
-        fp = read_footprint(footprint, shown=str(footprint))
+        fp = read_footprint(footprint, shown=str(footprint), root=ws.root)
         report = diff_rev(ws, fp, rev) if rev else diff_work_tree(ws, fp)
+        regions = region_verdicts(fp, report)
         if json:
-            print_json(report.to_json())
+            print_json({**report.to_json(), "regions": regions})
         else:
-            for line in report.lines():
+            lines = report.lines()
+            if regions:
+                lines.insert(1, "regions: " + ", ".join(f"{name} {verdict}"
+                                                        for name, verdict in regions.items()))
+            for line in lines:
                 typer.echo(line)
+            if report.note():
+                typer.echo(f"note: {report.note()}", err=True)
         return 0 if report.verdict == "untouched" else 1
 
     run(body)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lawkit.config import Workspace
-from lawkit.footprint.document import Footprint, decode_footprint
+from lawkit.footprint.document import Footprint, decode_footprint, inside, read_footprint_bytes
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
@@ -39,12 +39,16 @@ class Binding:
 
 
 def bind_footprint(ws: Workspace, path: Path, captures_digest: str) -> tuple[Footprint, Binding]:
-    """Read a footprint for a fit; refused unless it was recorded on the captures' digest."""
+    """Read a footprint for a fit; refused unless it lies inside the workspace (the fit records
+    its path from the workspace root) and was recorded on the captures' digest."""
     shown = ws.rel(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
+    root = os.path.realpath(ws.root)
+    if not inside(os.path.realpath(path), root):
+        raise FootprintError(
+            f"outside the workspace ({ws.root}): a fit records its footprint's path from the "
+            "workspace root, so `rekey` and `review` can find it; move or copy it inside "
+            "(say, footprints/) and pass that path", path=shown)
+    raw = read_footprint_bytes(path, shown=shown, root=ws.root)
     footprint = decode_footprint(raw, shown=shown)
     if footprint.digest != captures_digest:
         raise FootprintError(
@@ -89,8 +93,9 @@ def law_file_verdict(ws: Workspace, binding: Mapping[str, Any] | None, target: S
 
 
 def _read_work_tree(ws: Workspace, rel: str) -> bytes | None:
+    """A bound footprint's bytes from the work tree; None when it cannot be read as one (a
+    FIFO, a device, too large, a symlink out of the workspace: its verdict is unknown)."""
     try:
-        with open(os.path.join(ws.root, *rel.split("/")), "rb") as f:
-            return f.read()
-    except OSError:
+        return read_footprint_bytes(Path(ws.root, *rel.split("/")), shown=rel, root=ws.root)
+    except FootprintError:
         return None

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import secrets
+import stat
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,26 +130,100 @@ def write_footprint(footprint: Footprint, path: Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_footprint(path: Path, *, shown: str | None = None) -> Footprint:
-    """Read and validate a footprint file (gzip or plain JSON)."""
+MAX_FILE_BYTES = 64 * 2**20
+"""The largest footprint file read (a recorded footprint of a large engine is a few MiB)."""
+MAX_JSON_BYTES = 512 * 2**20
+"""The largest decompressed footprint read."""
+_CHUNK = 2**20
+
+
+def read_footprint(path: Path, *, shown: str | None = None,
+                   root: Path | None = None) -> Footprint:
+    """Read and validate a footprint file (gzip or plain JSON), bounded as
+    ``read_footprint_bytes`` says."""
     where = shown or str(path)
+    return decode_footprint(read_footprint_bytes(path, shown=where, root=root), shown=where)
+
+
+def read_footprint_bytes(path: Path, *, shown: str, root: Path | None = None) -> bytes:
+    """A footprint file's bytes, refused (``FootprintError``) unless it is a regular file of
+    at most ``MAX_FILE_BYTES``.
+
+    Opened without blocking, so a FIFO is refused rather than waited on; a device
+    (``/dev/zero``) is refused before a byte is read. With ``root`` (the workspace), a path
+    inside it that a symlink leads outside it is refused.
+    """
+    if root is not None and inside(os.path.abspath(path), os.path.abspath(root)):
+        real = os.path.realpath(path)
+        if not inside(real, os.path.realpath(root)):
+            raise FootprintError(f"a symlink to {real}, outside the workspace: pass the "
+                                 "footprint file itself", path=shown)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=where) from None
-    return decode_footprint(raw, shown=where)
+        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FootprintError(f"not a regular file ({_kind(mode)}): a footprint is a file "
+                                 "written by `lawkit footprint record`", path=shown)
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, _CHUNK):
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                raise FootprintError(_too_big("on disk", MAX_FILE_BYTES), path=shown)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
-    """A footprint from a file's bytes (gzip or plain JSON)."""
+    """A footprint from a file's bytes (gzip or plain JSON), refused beyond
+    ``MAX_FILE_BYTES`` as stored or ``MAX_JSON_BYTES`` decompressed."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise FootprintError(_too_big("on disk", MAX_FILE_BYTES), path=shown)
     try:
         if raw[:2] == b"\x1f\x8b":
+            _check_decompressed_size(raw, shown)
             raw = gzip.decompress(raw)
         doc = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, ValueError, RecursionError) as exc:
+    except (OSError, EOFError, ValueError, RecursionError, zlib.error) as exc:
         raise FootprintError(f"not a footprint file (JSON, or gzip of JSON): {exc}",
                              path=shown) from None
     return _parse(doc, shown)
+
+
+def _check_decompressed_size(raw: bytes, shown: str) -> None:
+    """Refuse a gzip whose content exceeds ``MAX_JSON_BYTES``, counted one bounded chunk at a
+    time and dropped, so a gzip bomb costs one chunk of memory, not its content."""
+    size = 0
+    with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+        while chunk := stream.read(_CHUNK):
+            size += len(chunk)
+            if size > MAX_JSON_BYTES:
+                raise FootprintError(_too_big("decompressed", MAX_JSON_BYTES), path=shown)
+
+
+def _too_big(how: str, limit: int) -> str:
+    return (f"more than {limit // 2**20} MiB {how}: not a footprint `lawkit footprint record` "
+            "wrote; record it again")
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether an absolute, normalised path is ``root`` or lies under it."""
+    return path == root or path.startswith(os.path.join(root, ""))
 
 
 def _parse(doc: Any, where: str) -> Footprint:

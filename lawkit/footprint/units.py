@@ -2,10 +2,8 @@
 
 Units, in source order:
 
-- ``<module>``: the module body, the file's lines without its top-level functions' and classes'
-  lines, followed by their names;
-- a class shell (``ModelRunner``): the class's lines without its methods' and nested classes'
-  lines, followed by their names;
+- ``<module>``: the module body;
+- a class shell (``ModelRunner``): the class's lines without its methods and nested classes;
 - a function or method by qualified name (``ModelRunner.__init__``): its lines from its first
   decorator to its last line; a function, class or lambda nested in a function belongs to it.
 
@@ -13,9 +11,21 @@ Definitions under ``if``/``try``/``with``/``for``/``while``/``match`` belong to 
 holds the statement, as Python's ``__qualname__`` says. Two definitions with one qualified name
 are told apart by an ordinal in source order (``C.x``, ``C.x#2``). A unit's bytes are its lines
 exactly as stored (``bytes.splitlines(keepends=True)``, the line breaks Python's tokenizer
-knows), then for a shell or module body ``b"\\0"`` and its members' names, one per line, in
-source order. Its digest is the sha256 of those bytes. A file that is not valid Python (a syntax
-error, a null byte, a bad encoding) is one unit: ``<module>``, holding every line.
+knows); its digest is the sha256 of those bytes.
+
+A module body's or class shell's bytes hold its members in one of two ways:
+
+- schema 2 (``lawkit-footprint/2``): each member keeps its place, replaced where it stood by one
+  line ``\\0def NAME`` or ``\\0class NAME`` followed by its header, the bytes from its first
+  decorator to the start of its first body statement (decorators, defaults, annotations,
+  bases). The header runs when the body holding it runs, so a changed decorator or default, or
+  a statement moved across a ``def``, changes that body;
+- schema 1 (``lawkit-footprint/1``, still read): the body's own lines, then ``b"\\0"`` and its
+  members' names, one per line, in source order: blind to those three changes.
+
+A file that is not valid Python (a syntax error, a null byte, a bad encoding) is one unit:
+``<module>``, holding every line. Python source holds no null byte, so ``\\0`` only ever marks
+members.
 """
 
 from __future__ import annotations
@@ -31,9 +41,12 @@ from dataclasses import dataclass, field
 
 MODULE = "<module>"
 """The qualified name of a file's module-body unit."""
+SCHEMAS = (1, 2)
+"""The unit schemas, by the footprint schema whose digests they give."""
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _NAMES_MARK = b"\0"
+_DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,7 @@ class Unit:
 class _Def:
     """A definition found in the tree, before its bytes are cut."""
 
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    node: _DefNode
     qualname: str
     holder: str
     members: list[_Def] = field(default_factory=list)
@@ -80,13 +93,18 @@ class _Def:
         return range(self.first, (self.node.end_lineno or self.node.lineno) + 1)
 
 
-def units_of(source: bytes) -> list[Unit]:
-    """The units of one Python source file, the module body first, then in source order."""
-    return list(_units_cached(source))
+def units_of(source: bytes, schema: int = 2) -> list[Unit]:
+    """The units of one Python source file, the module body first, then in source order.
+
+    ``schema``: whose digests (2, or 1 to compare with a schema-1 footprint).
+    """
+    if schema not in SCHEMAS:
+        raise ValueError(f"unit schema must be one of {SCHEMAS}, got {schema!r}")
+    return list(_units_cached(source, schema))
 
 
 @functools.lru_cache(maxsize=16)
-def _units_cached(source: bytes) -> tuple[Unit, ...]:
+def _units_cached(source: bytes, schema: int) -> tuple[Unit, ...]:
     # A review cuts the same changed file for its unit list and again for its verdict: the
     # units of the last few sources are kept (units are frozen, the list is a fresh copy).
     # A syntax tree holds no reference cycles: refcounting frees it, and the cyclic collector,
@@ -94,26 +112,34 @@ def _units_cached(source: bytes) -> tuple[Unit, ...]:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return tuple(_units_of(source))
+        return tuple(_units_of(source, schema))
     finally:
         if enabled:
             gc.enable()
 
 
-def _units_of(source: bytes) -> list[Unit]:
+def _units_of(source: bytes, schema: int) -> list[Unit]:
     lines = source.splitlines(keepends=True)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):  # ValueError: a null byte in the source
         everything = frozenset(range(1, len(lines) + 1))
         return [Unit(MODULE, "module", source, everything, 1)]
+    cut = _Cutter(lines, _encoding(source), schema)
     top = _collect(tree.body, prefix="", holder=MODULE, seen={})
-    taken = {n for d in top for n in d.span}
-    own = frozenset(n for n in range(1, len(lines) + 1) if n not in taken)
-    units = [Unit(MODULE, "module", _shell_bytes(lines, own, top), own, 1)]
+    every = range(1, len(lines) + 1)
+    units = [Unit(MODULE, "module", cut.shell_bytes(every, top), cut.own_lines(every, top), 1)]
     for d in top:
-        units.extend(_units_of_def(d, lines))
+        units.extend(cut.units_of_def(d))
     return units
+
+
+def _encoding(source: bytes) -> str:
+    """The encoding a source file declares (PEP 263), UTF-8 by default."""
+    try:
+        return tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+    except SyntaxError:
+        return "utf-8"
 
 
 def _collect(body: Iterable[ast.stmt], prefix: str, holder: str,
@@ -131,9 +157,7 @@ def _collect(body: Iterable[ast.stmt], prefix: str, holder: str,
     return found
 
 
-def _scope_statements(
-    body: Iterable[ast.stmt],
-) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+def _scope_statements(body: Iterable[ast.stmt]) -> Iterator[_DefNode]:
     """The def and class statements of a scope, looking inside compound statements."""
     for node in body:
         if isinstance(node, _DEFS):
@@ -146,24 +170,86 @@ def _scope_statements(
                 yield from _scope_statements(inner)
 
 
-def _units_of_def(d: _Def, lines: list[bytes]) -> Iterator[Unit]:
-    span = d.span
-    if isinstance(d.node, ast.ClassDef):
-        taken = {n for m in d.members for n in m.span}
-        own = frozenset(n for n in span if n not in taken)
-        yield Unit(d.qualname, "class", _shell_bytes(lines, own, d.members), own, d.first,
-                   holder=d.holder, header=_header_lines(d.node))
-        for m in d.members:
-            yield from _units_of_def(m, lines)
-        return
-    header = _header_lines(d.node)
-    body = frozenset(n for n in span if n not in header)
-    data = b"".join(lines[n - 1] for n in span if n <= len(lines))
-    yield Unit(d.qualname, "function", data, frozenset(span), d.first, holder=d.holder,
-               header=header, body=body)
+@dataclass(frozen=True)
+class _Cutter:
+    """Cuts the bytes of one parsed source file into units' bytes, by one schema."""
+
+    lines: list[bytes]
+    encoding: str
+    schema: int
+
+    def units_of_def(self, d: _Def) -> Iterator[Unit]:
+        """A definition's unit, then (for a class) its members' units."""
+        span = d.span
+        if isinstance(d.node, ast.ClassDef):
+            yield Unit(d.qualname, "class", self.shell_bytes(span, d.members),
+                       self.own_lines(span, d.members), d.first, holder=d.holder,
+                       header=_header_lines(d.node))
+            for m in d.members:
+                yield from self.units_of_def(m)
+            return
+        header = _header_lines(d.node)
+        body = frozenset(n for n in span if n not in header)
+        yield Unit(d.qualname, "function", self._joined(span), frozenset(span), d.first,
+                   holder=d.holder, header=header, body=body)
+
+    def own_lines(self, span: Iterable[int], members: list[_Def]) -> frozenset[int]:
+        """The lines of a shell or module body that are not its members'."""
+        taken = {n for m in members for n in m.span}
+        return frozenset(n for n in span if n not in taken)
+
+    def shell_bytes(self, span: Iterable[int], members: list[_Def]) -> bytes:
+        """A shell's or module body's bytes: each member marked where it stood with its header
+        (schema 2), or its own lines then its members' names (schema 1)."""
+        if self.schema == 1:
+            names = [_short_name(m) for m in members]
+            own = sorted(self.own_lines(span, members))
+            return self._joined(own) + _NAMES_MARK + "\n".join(names).encode("utf-8")
+        starts = {m.first: m for m in members}
+        taken = {n for m in members for n in m.span}
+        out: list[bytes] = []
+        for n in span:
+            member = starts.get(n)
+            if member is not None:
+                kind = b"class " if isinstance(member.node, ast.ClassDef) else b"def "
+                out += [_NAMES_MARK, kind, _short_name(member).encode("utf-8"), b"\n",
+                        self._header_bytes(member)]
+            elif n not in taken:
+                out.append(self.lines[n - 1])
+        return b"".join(out)
+
+    def _header_bytes(self, d: _Def) -> bytes:
+        """A definition's bytes from its first decorator to the start of its first body
+        statement, ending in a line break."""
+        first = d.node.body[0]
+        data = self._joined(range(d.first, first.lineno))
+        line = self.lines[first.lineno - 1] if first.lineno <= len(self.lines) else b""
+        before = _prefix(line, first.col_offset, self.encoding)
+        if before.strip():  # the body starts on the header's last line: `def f(): return 1`
+            data += before + b"\n"
+        return data
+
+    def _joined(self, numbers: Iterable[int]) -> bytes:
+        return b"".join(self.lines[n - 1] for n in numbers if n <= len(self.lines))
 
 
-def _header_lines(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> frozenset[int]:
+def _short_name(d: _Def) -> str:
+    """A member's name within its scope, with its ordinal (``p#2``)."""
+    return d.qualname.rpartition(".")[2]
+
+
+def _prefix(line: bytes, col_offset: int, encoding: str) -> bytes:
+    """The bytes of a line before a column that ``ast`` counts in UTF-8 bytes."""
+    if encoding in ("utf-8", "utf-8-sig"):
+        return line[:col_offset]
+    try:
+        return line.decode(encoding).encode("utf-8")[:col_offset].decode(
+            "utf-8", "ignore").encode(encoding)
+    except (LookupError, UnicodeError):
+        return line
+
+
+def _header_lines(node: _DefNode) -> frozenset[int]:
     """The decorator and signature lines of a definition: what runs when it is defined."""
     first = min([d.lineno for d in node.decorator_list] + [node.lineno])
     parts: list[ast.AST] = [*node.decorator_list]
@@ -184,30 +270,31 @@ def _header_lines(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -
     return frozenset(range(first, last + 1))
 
 
-def _shell_bytes(lines: list[bytes], own: frozenset[int], members: list[_Def]) -> bytes:
-    """A shell's or module body's bytes: its own lines, then its members' names."""
-    data = b"".join(lines[n - 1] for n in sorted(own))
-    names = [m.qualname.rpartition(".")[2] for m in members]
-    return data + _NAMES_MARK + "\n".join(names).encode("utf-8")
-
-
-def layout_only(old: bytes, new: bytes) -> bool:
-    """True when two versions of a unit differ only in comments, blank lines or docstrings.
+def layout_only(old: bytes, new: bytes, schema: int = 2) -> bool:
+    """True when two versions of a unit (cut by one ``schema``) differ only in comments,
+    blank lines or docstrings.
 
     Compares the token streams without comments, blank or continuation lines, docstrings and
-    the spelling of indentation and line breaks; a shell's member names must be equal. False
-    when either version does not tokenize (a file that is not valid Python).
+    the spelling of indentation and line breaks; a shell's members must be the same, in the
+    same places. False when either version does not tokenize (a file that is not valid Python).
     """
     if old == new:
         return True
-    old_code, _, old_names = old.partition(_NAMES_MARK)
-    new_code, _, new_names = new.partition(_NAMES_MARK)
-    if old_names != new_names:
-        return False
     try:
-        return _code_tokens(old_code) == _code_tokens(new_code)
+        return _layout(old, schema) == _layout(new, schema)
     except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
         return False
+
+
+def _layout(data: bytes, schema: int) -> tuple[list[bytes], list[tuple[int, str]]]:
+    """A unit's members (their marks or names) and the tokens that carry its code."""
+    if schema == 1:
+        code, _, names = data.partition(_NAMES_MARK)
+        return [names], _code_tokens(code)
+    lines = data.splitlines(keepends=True)
+    marks = [line for line in lines if line.startswith(_NAMES_MARK)]
+    code = b"".join(line for line in lines if not line.startswith(_NAMES_MARK))
+    return marks, _code_tokens(code)
 
 
 def _code_tokens(code: bytes) -> list[tuple[int, str]]:
@@ -248,15 +335,22 @@ def _without_docstring(line: list[tokenize.TokenInfo],
     strings = [t for t in rest if t.type != tokenize.NEWLINE]
     indented = any(t.type == tokenize.INDENT for t in lead)
     if (after_header is None or (after_header and indented)) and strings and \
-            all(t.type == tokenize.STRING for t in strings):
+            all(_plain_string(t) for t in strings):
         return lead
     if _is_def_header(rest):
         # A one-line definition: `def f(): "doc"` (the string ends the line).
         colon = _header_colon(rest)
         tail = [t for t in rest[colon + 1:] if t.type != tokenize.NEWLINE]
-        if tail and all(t.type == tokenize.STRING for t in tail):
+        if tail and all(_plain_string(t) for t in tail):
             return lead + rest[: colon + 1] + [t for t in rest if t.type == tokenize.NEWLINE]
     return line
+
+
+def _plain_string(tok: tokenize.TokenInfo) -> bool:
+    """A str literal, the only kind of docstring: an f-string is code (on 3.11 it is one STRING
+    token; 3.12 splits it), and a bytes literal is no docstring."""
+    prefix = tok.string.split("'", 1)[0].split('"', 1)[0]
+    return tok.type == tokenize.STRING and not set(prefix.lower()) & {"f", "b", "t"}
 
 
 def _is_def_header(toks: list[tokenize.TokenInfo]) -> bool:
