@@ -26,7 +26,13 @@ from lawkit.footprint.document import Footprint, decode_footprint
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import Unit, layout_only, units_of
-from lawkit.keying.footprints import FileVerdict, failing, fit_binding, verdicts_of
+from lawkit.keying.footprints import (
+    FileVerdict,
+    LawVerdict,
+    failing_laws,
+    fit_binding,
+    verdicts_of,
+)
 from lawkit.keying.review import gitobjects
 from lawkit.keying.review.lawchange import AddedFit, FileReview, Finding, identity
 
@@ -267,10 +273,12 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
                   head_laws: Mapping[str, src_digest.TreeEntry], blobs: Mapping[str, bytes],
                   at_base: Mapping[str, bytes], at_head: Mapping[str, bytes], head_digest: str,
                   not_hashed: Sequence[NotHashed], require: str | None,
-                  ) -> tuple[tuple[FileVerdict, ...], tuple[Finding, ...]]:
-    """Each law file's verdict at head: those naming a footprint (every one with `require`),
-    and the findings `require` makes. `at_base` and `at_head` hold the hashed engine files by
-    their path from the digest root."""
+                  ) -> tuple[tuple[FileVerdict, ...], tuple[LawVerdict, ...],
+                             tuple[Finding, ...]]:
+    """Each law file's verdict at head (those naming a footprint), each of their laws' (of
+    every law file with `require`), and the findings `require` makes: one per law that is not
+    `untouched`, naming it. `at_base` and `at_head` hold the hashed engine files by their path
+    from the digest root."""
     files, named = [], []
     repo = evidence.repo
     for path, entry in sorted(head_laws.items()):
@@ -281,7 +289,7 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
             files.append((shown, raw))
             named.append(binding.get("path") if binding else None)
     if not files:
-        return (), ()
+        return (), (), ()
     evidence.prefetch(named)
     target = SourceTree(head_digest, dict(at_head), f"revision {head}")
 
@@ -297,11 +305,14 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     history = git_old_source(ws.digest)
     verdicts = verdicts_of(ws, files, target, evidence.read, old_source)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
-    findings = [Finding("footprint", f"--require {require}: footprint verdict {v.summary()}",
-                        v.path) for v in failing(verdicts, require)]
+    by_path = {v.path: v for v in verdicts}
+    findings = [Finding("footprint", f"--require {require}: law {law.name} ({law.target}) is "
+                        f"{law.verdict}: footprint verdict {by_path[law.file].summary()}",
+                        law.file) for law in failing_laws(verdicts, require)]
     if require is not None:
         findings += _self_vouching(verdicts, evidence, not_hashed)
-    return tuple(shown_verdicts), tuple(findings)
+    return (tuple(shown_verdicts), tuple(law for v in verdicts for law in v.laws),
+            tuple(findings))
 
 
 def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,

@@ -47,6 +47,9 @@ def as_text(report: ReviewReport) -> str:
         lines.append(_not_hashed_line(report) + ":")
         lines += [f"  {n.change:<8} {n.path}" for n in report.not_hashed]
     lines += _footprints_text(report)
+    if report.laws:
+        lines.append(f"law verdicts at head ({len(report.laws)} law{_s(len(report.laws))}):")
+        lines += [f"  {law.line()}" for law in report.laws]
     if report.merge is not None:
         lines.append(_merge_line(report))
         lines += [f"  {how:<8} {path}" for how, path in report.merge.moved.lines()]
@@ -136,6 +139,7 @@ def as_markdown(report: ReviewReport) -> str:
                        "review --format json lists them all)")
         out += ["", "</details>", ""]
     out += _footprints_markdown(report)
+    out += _laws_markdown(report)
     if report.merge is not None:
         m = report.merge
         out.append(f"{'❌' if m.findings else '✅'} {_md(_merge_line(report))}")
@@ -185,9 +189,10 @@ def _footprints_github(report: ReviewReport) -> list[str]:
     """A notice per law file's footprint verdict, on the law file."""
     out = []
     for v in report.footprints[:GITHUB_NOTICES]:
-        units = "\n".join(u.line() for u in v.diff.units) if v.diff is not None else ""
+        units = [u.line() for u in v.diff.units] if v.diff is not None else []
+        below = "\n".join([*units, *(law.line() for law in v.laws)])
         out.append(_annotation("notice", f"footprint verdict {v.summary()}"
-                               + (f"\n{units}" if units else ""),
+                               + (f"\n{below}" if below else ""),
                                Finding("footprint", "", v.path),
                                title=f"lawkit review: footprint {v.verdict}"))
     return out
@@ -224,18 +229,29 @@ def _footprints_markdown(report: ReviewReport) -> list[str]:
     for path, v in grouped(report.footprints):
         assert v.diff is not None
         out += [f"<details><summary>footprint <code>{_html(path)}</code>: "
-                f"{_html(v.summary().partition(': ')[0])}, {len(v.diff.units)} unit"
-                f"{_s(len(v.diff.units))} changed, absent or new</summary>", ""]
-        out += [f"- {u.change} {_code(u.path)} {_code(u.unit)}: "
-                + _md(f"ran in {', '.join(u.phases)}" if u.phases else
-                      ("new" if u.change == "new" else "never ran"))
-                + f", counts as {u.counts_as}" + (" (layout only)" if u.layout_only else "")
+                f"{_html(v.verdict)}, {_html(v.diff.summary())}</summary>", ""]
+        out += [f"- {u.change} {_code(u.path)} {_code(u.unit)}: {_md(u.ran())}, counts as "
+                f"{u.counts_as}" + (" (layout only)" if u.layout_only else "")
                 for u in v.diff.units[:MARKDOWN_ENGINE_LINES]]
         if len(v.diff.units) > MARKDOWN_ENGINE_LINES:
             out.append(f"- … and {len(v.diff.units) - MARKDOWN_ENGINE_LINES} more (lawkit review "
                        "--format json lists them all)")
         out += ["", "</details>", ""]
     return out
+
+
+def _laws_markdown(report: ReviewReport) -> list[str]:
+    """A table of each law's verdict: its file, name and target, its region, the verdict."""
+    if not report.laws:
+        return []
+    out = ["| law file | law (target) | region | verdict |", "|---|---|---|---|"]
+    for law in report.laws[:MARKDOWN_OK_ROWS]:
+        out.append(f"| {_code(law.file)} | {_code(law.name)} ({_code(law.target)}) | "
+                   f"{_code(law.region) if law.region else '—'} | "
+                   f"{_VERDICT_MARK.get(law.verdict, '')} {law.verdict} |")
+    if len(report.laws) > MARKDOWN_OK_ROWS:
+        out.append(f"| … {len(report.laws) - MARKDOWN_OK_ROWS} more | | | |")
+    return [*out, ""]
 
 
 def _html(text: str) -> str:

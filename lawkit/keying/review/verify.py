@@ -39,7 +39,7 @@ from lawkit.lawfiles import lawbytes
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
-    from lawkit.keying.footprints import FileVerdict
+    from lawkit.keying.footprints import FileVerdict, LawVerdict
     from lawkit.keying.review.configs import ConfigChange
     from lawkit.keying.review.footprints import EngineFileUnits, NotHashed
 
@@ -124,6 +124,8 @@ class ReviewReport:
     """The units of each engine file changed (`lawkit.keying.review.footprints`)."""
     footprints: tuple[FileVerdict, ...] = ()
     """The footprint verdict at head of each law file that names a footprint."""
+    laws: tuple[LawVerdict, ...] = ()
+    """The verdict at head of each law of those files (of every law file, with `require`)."""
     footprint_findings: tuple[Finding, ...] = ()
     require: str | None = None
     config: tuple[ConfigChange, ...] = ()
@@ -175,6 +177,7 @@ class ReviewReport:
             "merge": merge,
             "engine_units": [f.to_json() for f in self.engine_units],
             "footprints": [v.to_json() for v in self.footprints],
+            "laws": [law.to_json() for law in self.laws],
             "require": self.require,
             "config": [c.to_json() for c in self.config],
             "not_hashed": [n.to_json() for n in self.not_hashed],
@@ -274,7 +277,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     not_hashed = _not_hashed(base_side, head_side)
     evidence = footprints.Evidence(top, repo, base_commit, head_commit)
     footprints.check_fits(files, evidence, cfg.key)
-    verdicts, footprint_findings = footprints.head_verdicts(
+    verdicts, law_verdicts, footprint_findings = footprints.head_verdicts(
         head_side.ws, evidence, head, head_laws, blobs, base_side.files(blobs),
         head_side.files(blobs), head_digest, not_hashed, require)
     found = configs.findings(config_changes, at["base"], at["head"])
@@ -293,6 +296,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
         merge=merge_review,
         engine_units=footprints.engine_units(base_side.oids(), head_side.oids(), blobs),
         footprints=verdicts,
+        laws=law_verdicts,
         footprint_findings=footprint_findings,
         require=require,
         config=tuple(config_changes),
