@@ -248,6 +248,16 @@ def test_a_fit_whose_footprint_head_lacks_or_differs_is_a_finding(tmp_path: Path
         messages[1]
 
 
+def test_a_fit_naming_a_footprint_outside_the_repository_is_a_finding(tmp_path: Path) -> None:
+    repo, base, raw = _fitted_with_footprint(tmp_path)
+    new = engine_digest(BASE_ENGINE, SCHED_EDIT)
+    commit(repo, {**SCHED_EDIT, "laws/a.yaml": law_text(new, "a", provenance=[
+        fitted(OLD, "fp.json", raw), fitted(new, "../elsewhere.json", raw)])}, "a refit")
+    [a] = report(repo, base).files
+    assert [f.kind for f in a.findings] == ["fit-footprint"]
+    assert "../elsewhere.json is outside the repository" in a.findings[0].message
+
+
 def test_under_require_untouched_a_footprint_the_change_replaces_is_a_finding(
         tmp_path: Path) -> None:
     repo, base, raw = _fitted_with_footprint(tmp_path)
@@ -332,11 +342,12 @@ def test_under_require_untouched_a_changed_native_module_the_footprint_saw_is_a_
 
 def test_a_footprint_over_the_size_cap_is_refused_unread(tmp_path: Path, monkeypatch: Any
                                                           ) -> None:
-    from lawkit.keying.review import footprints, gitobjects
+    from lawkit.footprint import document
+    from lawkit.keying.review import gitobjects
 
     repo, base, raw = _fitted_with_footprint(tmp_path)
     commit(repo, SCHED_EDIT, "an edit")
-    monkeypatch.setattr(footprints, "MAX_FOOTPRINT_BYTES", len(raw) - 1)
+    monkeypatch.setattr(document, "MAX_FILE_BYTES", len(raw) - 1)
     read: list[list[str]] = []
     real = gitobjects.read_blobs
     monkeypatch.setattr(gitobjects, "read_blobs",

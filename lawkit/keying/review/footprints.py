@@ -22,6 +22,7 @@ from typing import Any
 
 import src_digest
 from lawkit.config import Workspace
+from lawkit.footprint import document
 from lawkit.footprint.document import Footprint, decode_footprint
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import SourceTree
@@ -134,16 +135,12 @@ class NotHashed:
         return {"path": self.path, "change": self.change}
 
 
-MAX_FOOTPRINT_BYTES = 64 << 20
-"""A footprint blob larger than this is refused by its size, unread (DESIGN section 11)."""
-
-
 class Evidence:
     """The footprint files a review reads, by their path from the workspace root: their bytes
     at head, and whether the change adds or replaces them. One `ls-tree` per side for all the
     footprints the law files at head and the fit entries the change adds name, their sizes
     asked before any is read; a symlink, a path outside the repository or a blob over
-    `MAX_FOOTPRINT_BYTES` is no footprint (why: `problem`)."""
+    `document.MAX_FILE_BYTES` is no footprint (why: `problem`)."""
 
     def __init__(self, top: str, repo: gitobjects.RepoPaths, base_commit: str,
                  head_commit: str) -> None:
@@ -205,9 +202,10 @@ class Evidence:
                 self._problems[rel] = "not in git at head"
             elif entry.mode == _SYMLINK:
                 self._problems[rel] = "a symlink at head, not a regular file"
-            elif sizes[entry.oid] > MAX_FOOTPRINT_BYTES:
+            elif sizes[entry.oid] > document.MAX_FILE_BYTES:
                 self._problems[rel] = (f"{sizes[entry.oid]:,} bytes at head, over the "
-                                       f"{MAX_FOOTPRINT_BYTES >> 20} MiB a footprint may hold")
+                                       f"{document.MAX_FILE_BYTES >> 20} MiB a footprint may "
+                                       "hold")
             else:
                 wanted.append(entry.oid)
         data = gitobjects.read_blobs(self._top, wanted)
