@@ -137,6 +137,7 @@ def test_review_gives_each_law_s_verdict_in_every_format(repo: Repo) -> None:
     github = lawkit("review", "--base", repo.base, "--format", "github").stdout
     notice = next(line for line in github.splitlines() if "file=laws/host.yaml" in line)
     assert "%0Alaws/host.yaml  scheduling (schedule_s)  untouched" in notice
+    assert "%0Achanged atom/sampler.py: 1 unit changed; changed sample" in github
 
 
 def test_review_require_untouched_finds_each_law_that_is_not_naming_it(repo: Repo) -> None:

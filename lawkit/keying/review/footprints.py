@@ -67,12 +67,17 @@ class EngineFileUnits:
     units: tuple[UnitDelta, ...]
 
     def summary(self) -> str:
-        """`1 unit changed: a, b`, or that only layout, comments or docstrings moved."""
+        """`2 units changed, 1 added`, or that only layout, comments or docstrings moved."""
         if self.how == "changed" and self.layout_only:
             return "layout, comments or docstrings only"
-        n = len(self.units)
-        return f"{n} unit{'' if n == 1 else 's'} {self.how}" if self.how != "changed" else \
-            f"{n} unit{'' if n == 1 else 's'} changed, added or removed"
+        counts = [(sum(1 for u in self.units if u.change == kind), kind)
+                  for kind in ("changed", "added", "removed")]
+        parts = [(n, kind) for n, kind in counts if n]
+        if not parts:
+            return "no unit changed"
+        (n, kind), rest = parts[0], parts[1:]
+        return ", ".join([f"{n} unit{'' if n == 1 else 's'} {kind}",
+                          *(f"{m} {other}" for m, other in rest)])
 
     def to_json(self) -> dict[str, Any]:
         """The file as one JSON object."""
