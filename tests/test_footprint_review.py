@@ -180,8 +180,8 @@ def test_rekey_prints_each_verdict_and_require_untouched_refuses_writing_nothing
     before = (repo / "laws/host.yaml").read_bytes()
     result = lawkit("rekey", "--why", "the step path", "--require", "untouched", cwd=repo)
     assert result.returncode == 2
-    assert "laws/host.yaml: --require untouched: 1 law not untouched: laws/host.yaml  step_s " \
-        "(step_s)  steps; footprint verdict steps: footprint fp.json" in result.stderr
+    assert "laws/host.yaml: --require untouched: 1 law not untouched: step_s (step_s) steps; " \
+        "footprint verdict steps: footprint fp.json" in result.stderr
     assert "nothing was written" in result.stderr
     assert (repo / "laws/host.yaml").read_bytes() == before
     assert lawkit("check", cwd=repo).returncode == 1

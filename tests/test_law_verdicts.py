@@ -106,8 +106,8 @@ def test_rekey_require_untouched_refuses_naming_each_law_that_is_not(repo: Repo)
     before = (repo.root / "laws/host.yaml").read_bytes()
     result = lawkit("rekey", "--why", "the sampler", "--require", "untouched")
     assert result.exit_code == 2, result.output
-    assert "--require untouched: 2 laws not untouched: laws/host.yaml  sampling (sample_s)  " \
-        "steps, laws/host.yaml  whole step (step_s)  steps; " in result.stderr
+    assert "laws/host.yaml: --require untouched: 2 laws not untouched: sampling (sample_s) " \
+        "steps, whole step (step_s) steps; footprint verdict steps: " in result.stderr
     assert "scheduling" not in result.stderr
     assert "nothing was written" in result.stderr
     assert (repo.root / "laws/host.yaml").read_bytes() == before
@@ -148,3 +148,12 @@ def test_review_require_untouched_finds_each_law_that_is_not_naming_it(repo: Rep
     assert [(f["path"], f["message"].partition(": footprint verdict")[0]) for f in found] == [
         ("laws/host.yaml", "--require untouched: law sampling (sample_s) is steps"),
         ("laws/host.yaml", "--require untouched: law whole step (step_s) is steps")]
+
+
+def test_rekey_require_untouched_names_the_laws_of_every_file_it_refuses(repo: Repo) -> None:
+    (repo.root / "laws/plain.yaml").write_text(law_text(OLD, "b"))  # fitted without footprint
+    result = lawkit("rekey", "--why", "the sampler", "--require", "untouched")
+    assert result.exit_code == 2, result.output
+    assert "laws/host.yaml: --require untouched: 4 laws not untouched: sampling (sample_s) " \
+        "steps, whole step (step_s) steps; in laws/plain.yaml: prefill (host_s) unknown, " \
+        "decode (host_s) unknown; footprint verdict steps: " in result.stderr

@@ -413,7 +413,11 @@ def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
     bad = footprints.failing_laws(verdicts, require)
     if bad:
         first = next(v for v in verdicts if v.path == bad[0].file)
-        laws = ", ".join(f"{law.file}  {law.name} ({law.target})  {law.verdict}" for law in bad)
+        by_file: dict[str, list[str]] = {}
+        for law in bad:
+            by_file.setdefault(law.file, []).append(f"{law.name} ({law.target}) {law.verdict}")
+        laws = "; ".join((f"in {file}: " if i else "") + ", ".join(named)
+                         for i, (file, named) in enumerate(by_file.items()))
         fix = "fit it with --footprint" if first.diff is None else \
             "the change touches code the capture runs executed: refit from fresh captures"
         raise RefusalError(f"--require {require}: {len(bad)} law{'s' if len(bad) != 1 else ''} "
