@@ -157,6 +157,19 @@ def test_a_config_git_holds_at_neither_side_serves_both(tmp_path: Path) -> None:
     assert (got.base.digest, got.head.digest, got.findings) == (key, key, [])
 
 
+def test_engine_and_laws_given_on_the_command_line_hold_for_both_sides(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    moved = {f"sub/{k}": v for k, v in BASE_ENGINE.items()}
+    base = commit(repo, {**moved, "other/a.yaml": law_text(OLD, "a")}, "base")
+    new = engine_digest(BASE_ENGINE, SAMPLER_EDIT)
+    commit(repo, {"sub/atom/sampler.py": SAMPLER_EDIT["atom/sampler.py"],
+                  "other/a.yaml": rekeyed(law_text(OLD, "a"), OLD, new)}, "head")
+    got = review(load_workspace(cwd=repo, engine=Path("sub"), laws=Path("other")), base)
+    assert (got.base.digest, got.head.digest) == (OLD, new)
+    assert got.config == () and got.findings == []
+    assert [(r.path, r.kind) for r in got.files] == [("other/a.yaml", "rekey")]
+
+
 def test_a_config_that_does_not_parse_at_head_exits_2_naming_it(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     base = commit(repo, {**BASE_ENGINE, "laws/a.yaml": law_text(OLD, "a")}, "base")
