@@ -11,7 +11,7 @@ the fit named. Law files naming the same footprint share one comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,16 +122,20 @@ def _laws(host: Mapping[str, Any]) -> list[tuple[str, str]]:
             for law in (laws if isinstance(laws, list) else []) if isinstance(law, dict)]
 
 
-def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: SourceTree,
-                read: ReadFile | None = None, old_source: OldSource | None = None,
-                ) -> list[FileVerdict]:
-    """The verdict of each (shown path, bytes) law file against ``target``, and of each of
-    its laws (`lawkit.footprint.regions`): a file's is the worst of its laws'.
+def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
+                target: Callable[[], SourceTree], read: ReadFile | None = None,
+                old_source: OldSource | None = None) -> list[FileVerdict]:
+    """The verdict of each (shown path, bytes) law file against the tree ``target()`` gives
+    (read once, and only when a file names a footprint), and of each of its laws
+    (`lawkit.footprint.regions`): a file's is the worst of its laws'.
 
     ``read`` reads a footprint by its workspace-relative path (default: the work tree).
     """
+    from functools import cache
+
     from lawkit.footprint import regions
 
+    tree = cache(target)
     seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
     out = []
     for shown, raw in files:
@@ -146,7 +150,7 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: Sourc
         if key not in seen:
             footprint = bound_footprint(ws, binding, read)
             seen[key] = footprint, None if footprint is None else \
-                diff_footprint(footprint, target, old_source)
+                diff_footprint(footprint, tree(), old_source)
         footprint, diff = seen[key]
         if footprint is None or diff is None:
             out.append(FileVerdict(shown, "unknown", path, laws=_unknown(shown, laws)))

@@ -396,20 +396,19 @@ def _check_require(require: str | None, adopt: bool) -> None:
 
 def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
               ) -> list[FileVerdict]:
-    """Each file's footprint verdict against the engine's work tree (what runs now, whatever
-    --to says); a refusal when `require` is given and one differs. The work tree is read only
-    when a file names a footprint."""
+    """Each file's footprint verdict, and each of its laws', against the engine's work tree
+    (what runs now, whatever --to says); a refusal when `require` is given and a law's differs.
+    The work tree is read only when a file names a footprint, and without `require` a file is
+    parsed again (for its laws' names) only then."""
+    from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying import footprints
 
     files = [(p.shown, p.old) for p in prepared]
     if require is None and not any(b"footprint" in raw for _shown, raw in files):
-        verdicts = [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
-    else:
-        from lawkit.footprint.history import git_old_source
-        from lawkit.footprint.trees import work_tree_sources
-
-        verdicts = footprints.verdicts_of(ws, files, work_tree_sources(ws.digest),
-                                          old_source=git_old_source(ws.digest))
+        return [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
+    verdicts = footprints.verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
+                                      old_source=git_old_source(ws.digest))
     bad = footprints.failing_laws(verdicts, require)
     if bad:
         first = next(v for v in verdicts if v.path == bad[0].file)

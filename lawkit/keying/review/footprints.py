@@ -306,7 +306,7 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     from lawkit.footprint.history import git_old_source
 
     history = git_old_source(ws.digest)
-    verdicts = verdicts_of(ws, files, target, evidence.read, old_source)
+    verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
     by_path = {v.path: v for v in verdicts}
     findings = [Finding("footprint", f"--require {require}: law {law.name} ({law.target}) is "
