@@ -370,3 +370,15 @@ def test_a_footprint_over_the_size_cap_is_refused_unread(tmp_path: Path, monkeyp
     assert verdict.verdict == "unknown"
     fp_oid = git(repo, "rev-parse", "HEAD:fp.json")
     assert all(fp_oid not in oids for oids in read)
+
+
+def test_a_merge_that_conflicts_in_the_config_is_a_finding_not_an_error(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    base = commit(repo, {**BASE_ENGINE, "laws/a.yaml": law_text(OLD, "a")}, "base")
+    git(repo, "checkout", "-q", "-b", "other")
+    commit(repo, {"lawkit.toml": CONFIG + "length = 10\n"}, "other's length")
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"lawkit.toml": CONFIG + "length = 12\n"}, "our length")
+    got = review(load_workspace(cwd=repo), base, merge_with="other")
+    assert got.merge is not None and got.merge.conflicts == ("lawkit.toml",)
+    assert [f.kind for f in got.merge.findings] == ["merge-conflict"]

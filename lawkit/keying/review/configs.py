@@ -99,6 +99,11 @@ def at_revisions(ws: Workspace, top: str, treeishes: Mapping[str, str]
     return out
 
 
+def repo_paths(ws: Workspace, top: str) -> set[str]:
+    """Where a revision's config may be, as repository paths (to tell a conflicted one)."""
+    return {path for p in _candidates(ws) if (path := _repo_path(top, p)) is not None}
+
+
 def changes(base: Workspace, head: Workspace) -> list[ConfigChange]:
     """The digest fields and `laws` that differ between two sides, in config order."""
     out = []

@@ -214,8 +214,12 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     if merge_with is not None:
         other = gitobjects.resolve_commit(top, merge_with, "--merge-with")
         merged = gitobjects.merge_tree(top, head_commit, other, merge_with)
-        treeishes["merge"] = merged.tree
+        # A conflicted config has no merged content yet (the conflict is a finding): the
+        # merge is digested with the head's.
+        if not configs.repo_paths(ws, top) & set(merged.conflicts):
+            treeishes["merge"] = merged.tree
     at = configs.at_revisions(ws, top, treeishes)
+    at.setdefault("merge", at["head"])
     config_changes = configs.changes(at["base"].ws, at["head"].ws)
     # A submodule in the engine is hashed as its files at the recorded commit (DESIGN.md §4).
     sources: dict[str, str | bytes] = {}
