@@ -103,6 +103,16 @@ def test_a_decorator_changed_counts_as_steps(recorded: tuple[Path, Footprint],
     assert _changes(diff)["atom/runner.py", "step"] == ("changed", "steps")
 
 
+def test_a_decorator_added_to_a_function_that_never_ran_changes_the_body_that_ran_it(
+        recorded: tuple[Path, Footprint], engine: Path) -> None:
+    # a decorator runs with the body holding the def: a registry it fills is read by every step
+    edit(engine / "atom/base.py", "def only_defined():", "@traced\ndef only_defined():")
+    diff = _diff(engine, recorded[1])
+    assert diff.verdict == "startup"
+    assert _changes(diff) == {("atom/base.py", "only_defined"): ("changed", "not run"),
+                              ("atom/base.py", "<module>"): ("changed", "startup")}
+
+
 def test_a_nested_function_changed_counts_as_steps_for_its_holder(
         recorded: tuple[Path, Footprint], engine: Path) -> None:
     edit(engine / "atom/runner.py", "return j + 1", "return j + 2")
