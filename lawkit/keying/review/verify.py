@@ -1,13 +1,17 @@
 """`lawkit review`: a reviewer's checks of a law-changing change, from git objects alone.
 
-`review(ws, base, head)` classifies every law file that differs between the two revisions
-(`lawkit.keying.review.lawchange` says how),
-verifies that each change is explained by the provenance it
-appends and that every law file at head names the engine digest at head, lists the hashed engine
-files that changed (what the re-keys vouch cannot move host time), and with `merge_with` computes
-the engine digest after merging head with another revision (the laws go stale on merge when it
-differs). Nothing is checked out: one `git ls-tree` per tree and one `git cat-file --batch` for
-every blob needed (`lawkit.keying.review.gitobjects`).
+`review(ws, base, head)` digests each revision with its own workspace config, as git holds it
+there (`lawkit.keying.review.configs`: a change to the digest settings or the laws folder is a
+finding, listed first), classifies every law file that differs between the two revisions
+(`lawkit.keying.review.lawchange` says how; a removed one is a finding, and so is no law file
+at head), verifies that each change is explained by the provenance it appends and that every
+law file at head names the engine digest at head, lists the hashed engine files that changed
+(what the re-keys vouch cannot move host time) and the files in hashed packages that no digest
+hashes, and with `merge_with` computes the engine digest after merging head with another
+revision (the laws go stale on merge when it differs). Nothing is checked out: one `git
+cat-file --batch-check` naming each revision's config file and one `--batch` reading them, one
+`git ls-tree` per tree and one `git cat-file --batch` for every blob needed
+(`lawkit.keying.review.gitobjects`).
 
 A conflicted merge is a finding, not an error: the change itself is fine to review, but it cannot
 land as it is. The merged digest is still given when no conflicted path is hashed.
