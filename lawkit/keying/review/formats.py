@@ -94,7 +94,11 @@ def as_markdown(report: ReviewReport) -> str:
     # Findings on no law file's row: the config's (listed first) and --require's.
     others = [*report.config_findings, *report.footprint_findings]
     if others:
-        out += [f"- ❌ {_md(str(f))}" for f in others] + [""]
+        out += [f"- ❌ {_md(str(f))}" for f in others[:MARKDOWN_ENGINE_LINES]]
+        if len(others) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(others) - MARKDOWN_ENGINE_LINES} more (lawkit review "
+                       "--format json lists them all)")
+        out.append("")
     if report.files:
         # Every file with a finding gets a row; verified ones up to a cap, so that a change
         # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
