@@ -218,7 +218,7 @@ def _kind(mode: int) -> str:
     kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
              (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"),
              (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "not a file")
+    return next((name for test, name in kinds if test(mode)), "another kind of file")
 
 
 def inside(path: str, root: str) -> bool:

@@ -94,10 +94,10 @@ class FootprintDiff:
             return printable(text + ": " + ", ".join(
                 f"{u.unit} ({'gone, ' if u.change == 'absent' else ''}{u.ran()})"
                 for u in self.units))
-        counted = [(sum(1 for u in self.units if u.counts_as == what), what)
-                   for what in ("steps", "startup", "not run")]
-        return text + "; " + ", ".join(f"{n} {'count ' if i == 0 else ''}as {what}"
-                                       for i, (n, what) in enumerate(c for c in counted if c[0]))
+        counted = [(n, what) for what in ("steps", "startup", "not run")
+                   if (n := sum(1 for u in self.units if u.counts_as == what))]
+        (n, what), *rest = counted
+        return f"{text}; {n} count as {what}" + "".join(f", {n} as {w}" for n, w in rest)
 
     def note(self) -> str | None:
         """What the comparison could not see, or None (a schema-1 footprint's blind spots)."""
