@@ -153,10 +153,28 @@ def load_workspace(
     return ws
 
 
+def workspace_from_bytes(data: bytes, path: Path) -> Workspace | None:
+    """The workspace a config file's bytes describe, read as if they were the file at `path`
+    (relative values from its folder); None for a `pyproject.toml` without `[tool.lawkit]`.
+    `lawkit review` reads the config at each revision from git objects this way."""
+    doc = _toml_of(data, path)
+    if path.name == "pyproject.toml" and not (
+            isinstance(doc.get("tool"), dict) and "lawkit" in doc["tool"]):
+        return None
+    return _workspace_of(doc, path)
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    return _toml_of(data, path)
+
+
+def _toml_of(data: bytes, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -165,12 +183,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError("not valid TOML: nested too deep for a config file",
                           path=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
 
 
 def _parse_config(path: Path) -> Workspace:
-    doc = _read_toml(path)
+    return _workspace_of(_read_toml(path), path)
+
+
+def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
     if path.name == "pyproject.toml":
         section, prefix = doc.get("tool", {}).get("lawkit"), "tool.lawkit"
     else:

@@ -116,8 +116,10 @@ def test_review_gives_untouched_startup_and_steps_for_three_later_commits(repo: 
         required = _review(repo, previous, head, "--require", "untouched")
         assert required.returncode == (0 if kind == "untouched" else 1), required.stdout
         if kind != "untouched":
-            assert f"laws/host.yaml: --require untouched: footprint verdict {kind}: " in \
-                required.stdout
+            assert f"laws/host.yaml: --require untouched: law step_s (step_s) is {kind}: " \
+                f"footprint verdict {kind}: footprint fp.json, " in required.stdout
+        assert "law verdicts at head (1 law):" in lines
+        assert f"  laws/host.yaml  step_s (step_s)  {kind}" in lines
         previous = head
 
 
@@ -146,7 +148,10 @@ def test_review_lists_the_units_of_each_engine_file_changed_and_layout_only_move
     assert "%0Achanged atom/base.py: layout, comments or docstrings only; changed " \
         "Base.prepare (layout only)" in github.splitlines()[-1]
     assert "::notice file=laws/host.yaml,title=lawkit review%3A footprint steps::footprint " \
-        "verdict steps: footprint fp.json, 1 unit changed, absent or new (1 steps)%0A" in github
+        "verdict steps: footprint fp.json, 1 unit changed: Base.prepare (ran in steps)%0A" in \
+        github
+    assert "%0Alaws/host.yaml  step_s (step_s)  steps\n" in github
+    assert "| `laws/host.yaml` | `step_s` (`step_s`) | — | ❌ steps |" in markdown
 
 
 def test_review_without_the_footprint_at_head_says_unknown_and_require_makes_it_a_finding(
@@ -167,23 +172,27 @@ def test_rekey_prints_each_verdict_and_require_untouched_refuses_writing_nothing
     result = lawkit("rekey", "--why", "unexecuted code", "--require", "untouched", cwd=repo)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[1] == ("  footprint verdict untouched: footprint fp.json, 1 unit changed, "
-                        "absent or new (1 not run)")
+    assert lines[1:3] == ["  footprint verdict untouched: footprint fp.json, 1 unit changed: "
+                          "only_defined (never ran)",
+                          "  laws/host.yaml  step_s (step_s)  untouched"]
 
     edit(repo / "atom/runner.py", "return x * factor", "return x * factor + 0")
     before = (repo / "laws/host.yaml").read_bytes()
     result = lawkit("rekey", "--why", "the step path", "--require", "untouched", cwd=repo)
     assert result.returncode == 2
-    assert "laws/host.yaml: --require untouched: footprint verdict steps: footprint fp.json" in \
-        result.stderr
+    assert "laws/host.yaml: --require untouched: 1 law not untouched: step_s (step_s) steps; " \
+        "footprint verdict steps: footprint fp.json" in result.stderr
     assert "nothing was written" in result.stderr
     assert (repo / "laws/host.yaml").read_bytes() == before
     assert lawkit("check", cwd=repo).returncode == 1
 
     result = lawkit("rekey", "--why", "the step path", "--json", cwd=repo)
     assert result.returncode == 0
-    [verdict] = json.loads(result.stdout)["verdicts"]
+    doc = json.loads(result.stdout)
+    [verdict] = doc["verdicts"]
     assert verdict["verdict"] == "steps"
+    assert doc["laws"] == [{"file": "laws/host.yaml", "name": "step_s", "target": "step_s",
+                            "region": None, "verdict": "steps"}]
 
 
 def test_rekey_require_untouched_refuses_a_law_file_without_a_footprint(tmp_path: Path) -> None:

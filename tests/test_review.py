@@ -207,13 +207,13 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
                                     provenance=[fit_entry(old), fit_entry(new, REFITTED)]),
         "laws/adopted.yaml": adopted(at_base["laws/adopted.yaml"], new),
         "laws/new.yaml": law_text(new, "j"),
-        "laws/removed.yaml": None,
     }
     good = {**shared, **{name: rekey(name) for name in (
         "laws/hand-edited.yaml", "laws/forgotten.yaml", "laws/wrong-from.yaml",
-        "laws/broken.yaml")}}
+        "laws/broken.yaml", "laws/removed.yaml")}}
     bad = {
         **shared,
+        "laws/removed.yaml": None,
         "laws/hand-edited.yaml": rekey("laws/hand-edited.yaml").replace("0.0021", "0.0025", 1),
         "laws/wrong-from.yaml": rekey("laws/wrong-from.yaml", from_="deadbeef"),
         "laws/broken.yaml": rekey("laws/broken.yaml").replace("lawkit/1", "lawkit/2"),
@@ -265,7 +265,7 @@ def test_a_correct_change_verifies_every_class_and_exits_0(in_repo: Scenario) ->
         "laws/hand-edited.yaml": ("rekey", "ok"),
         "laws/new.yaml": ("new", "ok"),
         "laws/refit.yaml": ("refit", "ok"),
-        "laws/removed.yaml": ("removed", "ok"),
+        "laws/removed.yaml": ("rekey", "ok"),
         "laws/rekeyed.yaml": ("rekey", "ok"),
         "laws/sub/deep.yaml": ("rekey", "ok"),
         "laws/wrong-from.yaml": ("rekey", "ok"),
@@ -289,7 +289,7 @@ def test_each_problem_is_a_finding_on_its_file_and_line(in_repo: Scenario) -> No
         "laws/hand-edited.yaml": ("hand-edit", "finding"),
         "laws/new.yaml": ("new", "ok"),
         "laws/refit.yaml": ("refit", "ok"),
-        "laws/removed.yaml": ("removed", "ok"),
+        "laws/removed.yaml": ("removed", "finding"),
         "laws/rekeyed.yaml": ("rekey", "ok"),
         "laws/sub/deep.yaml": ("rekey", "ok"),
         "laws/wrong-from.yaml": ("rekey", "finding"),
@@ -302,6 +302,7 @@ def test_each_problem_is_a_finding_on_its_file_and_line(in_repo: Scenario) -> No
                                                       "atom:")),
         ("laws/hand-edited.yaml", "hand-edit", line_of(texts["bad:laws/hand-edited.yaml"],
                                                         "0.0025")),
+        ("laws/removed.yaml", "removed", None),
         ("laws/wrong-from.yaml", "rekey-from", line_of(texts["bad:laws/wrong-from.yaml"],
                                                         "rekey:")),
     }
@@ -382,9 +383,9 @@ def test_text_format_lists_each_file_the_engine_files_and_the_verdict(in_repo: S
     assert any(line.split() == ["laws/rekeyed.yaml", "rekey", in_repo.old, "->", in_repo.new,
                                 "ok"] for line in lines)
     assert any(line.split() == ["laws/new.yaml", "new", "->", in_repo.new, "ok"] for line in lines)
-    assert ("law files changed: 10 (6 re-keyed (60%), 1 refitted (10%), 1 adopted, 1 new, "
-            "1 removed); untouched: 0 current") in lines
-    assert f'  why: "{WHY}" (refs #9): 6 files' in lines
+    assert ("law files changed: 10 (7 re-keyed (70%), 1 refitted (10%), 1 adopted, 1 new); "
+            "untouched: 0 current") in lines
+    assert f'  why: "{WHY}" (refs #9): 7 files' in lines
     assert "  changed  atom/engine/step.py" in lines
     assert any(line.startswith("merge with docs-only (") and "the laws stay current" in line
                for line in lines)
@@ -396,8 +397,8 @@ def test_text_format_lists_each_finding_with_file_and_line(in_repo: Scenario) ->
     result = run_review("--base", "main", "--head", "bad", "--merge-with", "engine-moves")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert lines[-1] == "lawkit review: 5 findings"
-    assert "5 findings:" in lines
+    assert lines[-1] == "lawkit review: 6 findings"
+    assert "6 findings:" in lines
     forgotten = line_of(in_repo.texts["base:laws/forgotten.yaml"], "atom:")
     assert any(line.startswith(f"  laws/forgotten.yaml:{forgotten}: forgotten: ")
                for line in lines)
@@ -431,7 +432,7 @@ def test_json_format_is_one_document_with_files_engine_and_merge(in_repo: Scenar
     assert doc["engine"] == {"added": [], "removed": [], "changed": ["atom/engine/step.py"]}
     assert doc["merge"]["stale"] is True
     assert doc["merge"]["moved"]["changed"] == ["atom/sched.py"]
-    assert len(doc["findings"]) == 5
+    assert len(doc["findings"]) == 6
 
 
 def test_json_format_of_a_verified_change(in_repo: Scenario) -> None:
@@ -453,8 +454,8 @@ def test_github_format_annotates_each_finding_with_file_and_line(in_repo: Scenar
                                "deadbeef") for line in lines)
     assert any(line.startswith("::error title=lawkit review%3A merge-stale::the laws will be "
                                "stale once merged") for line in lines)
-    assert sum(line.startswith("::error ") for line in lines) == 5
-    assert lines[-1].startswith("::notice title=lawkit review::5 findings.")
+    assert sum(line.startswith("::error ") for line in lines) == 6
+    assert lines[-1].startswith("::notice title=lawkit review::6 findings.")
 
 
 def test_github_format_of_a_verified_change_is_one_notice(in_repo: Scenario) -> None:
@@ -470,7 +471,7 @@ def test_markdown_format_gives_the_verdict_first_then_a_row_per_file(in_repo: Sc
                         "--format", "markdown")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "❌ **lawkit review: 5 findings**"
+    assert lines[0] == "❌ **lawkit review: 6 findings**"
     assert "| file | class | from → to | verdict |" in lines
     assert f"| `laws/rekeyed.yaml` | rekey | `{in_repo.old}` → `{in_repo.new}` | ✅ ok |" in lines
     wrong = next(line for line in lines if line.startswith("| `laws/wrong-from.yaml` |"))
@@ -586,13 +587,14 @@ def test_review_reads_each_git_object_once(in_repo: Scenario, git_calls: list[li
     report = report_of(in_repo, "bad", merge_with="engine-moves")
     assert report.exit_code == 1
     commands = [call[0] if call[0] != "--literal-pathspecs" else call[1] for call in git_calls]
-    # one --batch-check for the law blobs' sizes (a blob over the cap is never read), one --batch
-    assert commands.count("cat-file") == 2
+    # one --batch-check naming each revision's config file and one --batch reading them; one
+    # --batch-check for the law blobs' sizes (a blob over the cap is never read), one --batch
+    assert commands.count("cat-file") == 4
     assert commands.count("ls-tree") == 3  # base, head, merged tree
     assert commands.count("merge-tree") == 1
-    assert len(asked) == 1
+    assert len(asked) == 2
     # Each blob once, though many are the same at base, head and the merge (atom/__init__.py).
-    oids = asked[0]
+    oids = asked[0] + asked[1]
     assert len(oids) == len(set(oids))
     assert git(in_repo.repo, "rev-parse", "main:atom/__init__.py") in oids
     # ... and every blob the review needs is among them: no second reader anywhere.

@@ -148,11 +148,12 @@ def test_a_new_law_file_keyed_to_the_old_digest_is_stale(tmp_path: Path) -> None
     assert r is not None and r.kind == "new" and kinds(r) == ["stale"]
 
 
-def test_a_removed_law_file_is_reported_and_fine(tmp_path: Path) -> None:
+def test_a_removed_law_file_is_a_finding_for_a_person(tmp_path: Path) -> None:
     report, r = review_one(tmp_path, law_text(OLD, "a"), None)
     assert r is not None and (r.kind, r.key_from, r.key_to, kinds(r)) == (
-        "removed", OLD, None, [])
-    assert report.exit_code == 0
+        "removed", OLD, None, ["removed"])
+    assert "the change deletes this law file" in r.findings[0].message
+    assert report.exit_code == 1
 
 
 def test_a_law_file_that_stops_parsing_is_invalid_with_its_line(tmp_path: Path) -> None:

@@ -1,23 +1,26 @@
 """Law files' footprint verdicts, for `rekey` and `review` (DESIGN section 11).
 
 A law file's footprint is the one its newest `fit` provenance entry names (`footprint: {path,
-sha256}`, the path from the workspace root, as `fit --footprint` records it). Its verdict
-against a target tree is the footprint's (`untouched`, `startup`, `steps`), or `unknown` when
-the file names no footprint, or the footprint file is missing or is not the one the fit named.
-Law files naming the same footprint share one comparison.
+sha256}`, the path from the workspace root, as `fit --footprint` records it). Each law's verdict
+against a target tree comes from the footprint's region named after its target, or from the
+whole footprint where it has no such region (DESIGN section 12, `lawkit.footprint.regions`); a
+file's verdict is the worst of its laws' (`untouched`, `startup`, `steps`). Every verdict is
+`unknown` when the file names no footprint, or the footprint file is missing or is not the one
+the fit named. Law files naming the same footprint share one comparison.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from lawkit.config import Workspace
-from lawkit.errors import LawkitError
-from lawkit.footprint.binding import ReadFile, law_file_verdict
+from lawkit.errors import LawkitError, printable
+from lawkit.footprint.binding import ReadFile, bound_footprint
+from lawkit.footprint.document import Footprint
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.verdict import FootprintDiff, OldSource
+from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 from lawkit.lawfiles import yamlsafe
 
 REQUIRE = ("untouched",)
@@ -25,13 +28,39 @@ REQUIRE = ("untouched",)
 
 
 @dataclass(frozen=True)
+class LawVerdict:
+    """One law's verdict (DESIGN section 12): its file, name and target, the region of the
+    footprint it takes its verdict from (None: the footprint has no region named after its
+    target, and the law takes the file's footprint verdict), and the verdict."""
+
+    file: str
+    name: str
+    target: str
+    region: str | None
+    verdict: str
+
+    def line(self) -> str:
+        """`laws/a100.yaml  sample (sample_s)  steps`."""
+        return printable(f"{self.file}  {self.name} ({self.target})  {self.verdict}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The law's verdict as one JSON object."""
+        return {"file": self.file, "name": self.name, "target": self.target,
+                "region": self.region, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
 class FileVerdict:
-    """One law file's footprint verdict, the footprint it names, and the diff behind it."""
+    """One law file's verdict (the worst of its laws'), the footprint it names, the diff
+    behind it, and each law's verdict."""
 
     path: str
     verdict: str
     footprint: str | None = None
     diff: FootprintDiff | None = None
+    recorded: Footprint | None = field(default=None, compare=False, repr=False)
+    """The footprint itself (None: unknown)."""
+    laws: tuple[LawVerdict, ...] = ()
 
     @property
     def why_unknown(self) -> str:
@@ -47,14 +76,7 @@ class FileVerdict:
         """The verdict with what it rests on, on one line."""
         if self.diff is None:
             return f"unknown: {self.why_unknown}"
-        units = self.diff.units
-        counts: dict[str, int] = {}
-        for u in units:
-            counts[u.counts_as] = counts.get(u.counts_as, 0) + 1
-        parts = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
-        return (f"{self.verdict}: footprint {self.footprint}, {len(units)} unit"
-                f"{'' if len(units) == 1 else 's'} changed, absent or new"
-                + (f" ({parts})" if parts else ""))
+        return f"{self.verdict}: footprint {self.footprint}, {self.diff.summary()}"
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as one JSON object; `units` as in `footprint diff --json`."""
@@ -70,12 +92,21 @@ def fit_binding(raw: bytes, shown: str) -> dict[str, Any] | None:
     file does not parse: then it has no trustworthy fit entry either)."""
     if b"footprint" not in raw:
         return None
+    return _binding(_host(raw, shown))
+
+
+def _host(raw: bytes, shown: str) -> dict[str, Any]:
+    """The `host` section of a law file, as plain data ({} when it does not parse)."""
     try:
         data = yamlsafe.load(yamlsafe.decode(raw, shown), shown).data
     except LawkitError:
-        return None
+        return {}
     host = data.get("host") if isinstance(data, dict) else None
-    entries = host.get("provenance") if isinstance(host, dict) else None
+    return host if isinstance(host, dict) else {}
+
+
+def _binding(host: Mapping[str, Any]) -> dict[str, Any] | None:
+    entries = host.get("provenance")
     for entry in reversed(entries if isinstance(entries, list) else []):
         fit = entry.get("fit") if isinstance(entry, dict) else None
         if isinstance(fit, dict):
@@ -84,34 +115,62 @@ def fit_binding(raw: bytes, shown: str) -> dict[str, Any] | None:
     return None
 
 
-def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]], target: SourceTree,
-                read: ReadFile | None = None, old_source: OldSource | None = None,
-                ) -> list[FileVerdict]:
-    """The verdict of each (shown path, bytes) law file against ``target``.
+def _laws(host: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each law's (name, target), in file order."""
+    laws = host.get("laws")
+    return [(str(law.get("name")), str(law.get("target")))
+            for law in (laws if isinstance(laws, list) else []) if isinstance(law, dict)]
+
+
+def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
+                target: Callable[[], SourceTree], read: ReadFile | None = None,
+                old_source: OldSource | None = None) -> list[FileVerdict]:
+    """The verdict of each (shown path, bytes) law file against the tree ``target()`` gives
+    (read once, and only when a file names a footprint), and of each of its laws
+    (`lawkit.footprint.regions`): a file's is the worst of its laws'.
 
     ``read`` reads a footprint by its workspace-relative path (default: the work tree).
     """
-    seen: dict[tuple[str, str], tuple[str, FootprintDiff | None]] = {}
+    from functools import cache
+
+    from lawkit.footprint import regions
+
+    tree = cache(target)
+    seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
     out = []
     for shown, raw in files:
-        binding = fit_binding(raw, shown)
+        host = _host(raw, shown)
+        binding = _binding(host)
         path = binding.get("path") if binding else None
+        laws = _laws(host)
         if binding is None or not isinstance(path, str):
-            out.append(FileVerdict(shown, "unknown"))
+            out.append(FileVerdict(shown, "unknown", laws=_unknown(shown, laws)))
             continue
         key = (path, str(binding.get("sha256")))
         if key not in seen:
-            seen[key] = law_file_verdict(ws, binding, target, read, old_source)
-        verdict, diff = seen[key]
-        out.append(FileVerdict(shown, verdict, path, diff))
+            footprint = bound_footprint(ws, binding, read)
+            seen[key] = footprint, None if footprint is None else \
+                diff_footprint(footprint, tree(), old_source)
+        footprint, diff = seen[key]
+        if footprint is None or diff is None:
+            out.append(FileVerdict(shown, "unknown", path, laws=_unknown(shown, laws)))
+            continue
+        judged = tuple(LawVerdict(shown, name, law_target, *regions.law_verdict(
+            footprint, diff, law_target)) for name, law_target in laws)
+        verdict = regions.worst_verdict(v.verdict for v in judged) if judged else diff.verdict
+        out.append(FileVerdict(shown, verdict, path, diff, footprint, judged))
     return out
 
 
-def failing(verdicts: Iterable[FileVerdict], require: str | None) -> list[FileVerdict]:
-    """The verdicts that fail ``--require`` (none without it)."""
+def _unknown(shown: str, laws: Iterable[tuple[str, str]]) -> tuple[LawVerdict, ...]:
+    return tuple(LawVerdict(shown, name, target, None, "unknown") for name, target in laws)
+
+
+def failing_laws(verdicts: Iterable[FileVerdict], require: str | None) -> list[LawVerdict]:
+    """The laws whose verdict fails ``--require`` (none without it)."""
     if require is None:
         return []
-    return [v for v in verdicts if v.verdict != require]
+    return [law for v in verdicts for law in v.laws if law.verdict != require]
 
 
 def check_require(require: str | None) -> None:

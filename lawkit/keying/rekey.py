@@ -103,9 +103,12 @@ class RekeyReport:
         return [*out, self.summary()]
 
     def _verdict_lines(self, path: str) -> list[str]:
-        """A re-keyed file's footprint verdict, when it names a footprint or one is required."""
-        return [f"  footprint verdict {v.summary()}" for v in self.verdicts
-                if v.path == path and (v.footprint is not None or self.require is not None)]
+        """A re-keyed file's footprint verdict, then each of its laws' (`<file>  <law>
+        (<target>)  <verdict>`), when it names a footprint or one is required."""
+        return [line for v in self.verdicts
+                if v.path == path and (v.footprint is not None or self.require is not None)
+                for line in [f"  footprint verdict {v.summary()}",
+                             *(f"  {law.line()}" for law in v.laws)]]
 
     def summary(self) -> str:
         """One line: how many files changed, were already at the target, were skipped."""
@@ -141,6 +144,7 @@ class RekeyReport:
             "problems": [dataclasses.asdict(p) for p in self.problems],
             "diff": self.diff,
             "verdicts": [v.to_json() for v in self.verdicts],
+            "laws": [law.to_json() for v in self.verdicts for law in v.laws],
         }
 
 
@@ -392,28 +396,32 @@ def _check_require(require: str | None, adopt: bool) -> None:
 
 def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
               ) -> list[FileVerdict]:
-    """Each file's footprint verdict against the engine's work tree (what runs now, whatever
-    --to says); a refusal when `require` is given and one differs. The work tree is read only
-    when a file names a footprint."""
+    """Each file's footprint verdict, and each of its laws', against the engine's work tree
+    (what runs now, whatever --to says); a refusal when `require` is given and a law's differs.
+    The work tree is read only when a file names a footprint, and without `require` a file is
+    parsed again (for its laws' names) only then."""
+    from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying import footprints
 
     files = [(p.shown, p.old) for p in prepared]
-    if not any(b"footprint" in raw for _shown, raw in files):
-        verdicts = [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
-    else:
-        from lawkit.footprint.history import git_old_source
-        from lawkit.footprint.trees import work_tree_sources
-
-        verdicts = footprints.verdicts_of(ws, files, work_tree_sources(ws.digest),
-                                          old_source=git_old_source(ws.digest))
-    bad = footprints.failing(verdicts, require)
+    if require is None and not any(b"footprint" in raw for _shown, raw in files):
+        return [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
+    verdicts = footprints.verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
+                                      old_source=git_old_source(ws.digest))
+    bad = footprints.failing_laws(verdicts, require)
     if bad:
-        more = f" ({len(bad) - 1} more file{'s' if len(bad) != 2 else ''} too)" \
-            if len(bad) > 1 else ""
-        fix = "fit it with --footprint" if bad[0].diff is None else \
+        first = next(v for v in verdicts if v.path == bad[0].file)
+        by_file: dict[str, list[str]] = {}
+        for law in bad:
+            by_file.setdefault(law.file, []).append(f"{law.name} ({law.target}) {law.verdict}")
+        laws = "; ".join((f"in {file}: " if i else "") + ", ".join(named)
+                         for i, (file, named) in enumerate(by_file.items()))
+        fix = "fit it with --footprint" if first.diff is None else \
             "the change touches code the capture runs executed: refit from fresh captures"
-        raise RefusalError(f"--require {require}: footprint verdict {bad[0].summary()}{more}; "
-                           f"{fix}; nothing was written", path=bad[0].path)
+        raise RefusalError(f"--require {require}: {len(bad)} law{'s' if len(bad) != 1 else ''} "
+                           f"not {require}: {laws}; footprint verdict {first.summary()}; {fix}; "
+                           "nothing was written", path=first.path)
     return verdicts
 
 

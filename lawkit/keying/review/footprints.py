@@ -16,19 +16,28 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import src_digest
 from lawkit.config import Workspace
+from lawkit.footprint import document
+from lawkit.footprint.document import Footprint, decode_footprint
+from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import Unit, layout_only, units_of
-from lawkit.keying.footprints import FileVerdict, failing, fit_binding, verdicts_of
+from lawkit.keying.footprints import (
+    FileVerdict,
+    LawVerdict,
+    failing_laws,
+    fit_binding,
+    verdicts_of,
+)
 from lawkit.keying.review import gitobjects
-from lawkit.keying.review.lawchange import Finding
+from lawkit.keying.review.lawchange import AddedFit, FileReview, Finding, identity
 
-_Selection = list[tuple[bytes, src_digest.TreeEntry]]
+_SYMLINK = "120000"
 
 
 @dataclass(frozen=True)
@@ -58,12 +67,17 @@ class EngineFileUnits:
     units: tuple[UnitDelta, ...]
 
     def summary(self) -> str:
-        """`1 unit changed: a, b`, or that only layout, comments or docstrings moved."""
+        """`2 units changed, 1 added`, or that only layout, comments or docstrings moved."""
         if self.how == "changed" and self.layout_only:
             return "layout, comments or docstrings only"
-        n = len(self.units)
-        return f"{n} unit{'' if n == 1 else 's'} {self.how}" if self.how != "changed" else \
-            f"{n} unit{'' if n == 1 else 's'} changed, added or removed"
+        counts = [(sum(1 for u in self.units if u.change == kind), kind)
+                  for kind in ("changed", "added", "removed")]
+        parts = [(n, kind) for n, kind in counts if n]
+        if not parts:
+            return "no unit changed"
+        (n, kind), rest = parts[0], parts[1:]
+        return ", ".join([f"{n} unit{'' if n == 1 else 's'} {kind}",
+                          *(f"{m} {other}" for m, other in rest)])
 
     def to_json(self) -> dict[str, Any]:
         """The file as one JSON object."""
@@ -71,17 +85,15 @@ class EngineFileUnits:
                 "units": [u.to_json() for u in self.units]}
 
 
-def engine_units(repo: gitobjects.RepoPaths, base_sel: _Selection, head_sel: _Selection,
+def engine_units(base: Mapping[str, str], head: Mapping[str, str],
                  blobs: Mapping[str, bytes]) -> tuple[EngineFileUnits, ...]:
-    """The units of every hashed engine file that differs between base and head."""
-    base = {os.fsdecode(rel): e.oid for rel, e in base_sel}
-    head = {os.fsdecode(rel): e.oid for rel, e in head_sel}
+    """The units of every hashed engine file that differs between base and head, given as the
+    blob of each file by the path shown (each side from its own digest root)."""
     out = []
-    for rel in sorted(base.keys() | head.keys()):
-        old, new = base.get(rel), head.get(rel)
+    for shown in sorted(base.keys() | head.keys()):
+        old, new = base.get(shown), head.get(shown)
         if old == new:
             continue
-        shown = repo.shown(gitobjects.repo_path(repo.engine, rel))
         if old is None:
             assert new is not None
             deltas = tuple(UnitDelta(u.qualname, "added") for u in units_of(blobs[new]))
@@ -112,33 +124,177 @@ def _unit_deltas(old: list[Unit], new: list[Unit]) -> tuple[UnitDelta, ...]:
     return tuple(deltas)
 
 
-def head_verdicts(ws: Workspace, repo: gitobjects.RepoPaths, head_commit: str, head: str,
-                  head_laws: Mapping[str, src_digest.TreeEntry], blobs: Mapping[str, bytes],
-                  base_sel: _Selection, head_sel: _Selection, head_digest: str,
-                  require: str | None) -> tuple[tuple[FileVerdict, ...], tuple[Finding, ...]]:
-    """Each law file's verdict at head: those naming a footprint (every one with `require`),
-    and the findings `require` makes."""
-    files = []
-    for path in sorted(head_laws):
-        raw = blobs.get(head_laws[path].oid)
-        shown = repo.shown(path)
-        if raw is not None and (require is not None or fit_binding(raw, shown) is not None):
-            files.append((shown, raw))
-    if not files:
-        return (), ()
-    target = SourceTree(head_digest, {os.fsdecode(rel): blobs[e.oid] for rel, e in head_sel},
-                        f"revision {head}")
-    at_base = {os.fsdecode(rel): blobs[e.oid] for rel, e in base_sel}
+@dataclass(frozen=True)
+class NotHashed:
+    """A file inside a hashed package's folder that the digest does not hash (a data file, a
+    `.pyc`, another extension), added, removed or changed: code there can run unseen."""
 
-    def read(rel: str) -> bytes | None:
-        """A file of the workspace (by its path from the workspace root) at head."""
-        path = posixpath.normpath(gitobjects.repo_path(repo.workspace, rel))
-        if path.startswith(("../", "/")) or path in ("..", "."):
-            return None  # outside the repository: no git object holds it
-        entries = [e for e in gitobjects.list_tree(repo.top, head_commit, [path])
-                   if e.path.decode("utf-8", "surrogateescape") == path and e.mode != "120000"]
-        return gitobjects.read_blobs(repo.top, [entries[0].oid])[entries[0].oid] \
-            if entries else None
+    path: str
+    """As the review shows it (from the workspace root)."""
+    change: str  # "added" | "removed" | "changed"
+    relpath: str
+    """From the engine root at head, as a footprint's `unhashed` lists it."""
+
+    def to_json(self) -> dict[str, str]:
+        """The file as one JSON object."""
+        return {"path": self.path, "change": self.change}
+
+
+class Evidence:
+    """The footprint files a review reads, by their path from the workspace root: their bytes
+    at head, and whether the change adds or replaces them. One `ls-tree` per side for all the
+    footprints the law files at head and the fit entries the change adds name, their sizes
+    asked before any is read; a symlink, a path outside the repository or a blob over
+    `document.MAX_FILE_BYTES` is no footprint (why: `problem`)."""
+
+    def __init__(self, top: str, repo: gitobjects.RepoPaths, base_commit: str,
+                 head_commit: str) -> None:
+        self._top, self.repo = top, repo
+        self._commits = (base_commit, head_commit)
+        self._problems: dict[str, str] = {}
+        self._head: dict[str, bytes] = {}
+        self._changed: dict[str, bool] = {}
+        self._decoded: dict[str, Footprint | None] = {}
+
+    def prefetch(self, rels: Iterable[object]) -> None:
+        """Read the footprints at these paths (non-strings are skipped) in one batch."""
+        self._load([rel for rel in rels if isinstance(rel, str)])
+
+    def read(self, rel: str) -> bytes | None:
+        """The footprint's bytes at head, or None (see `problem`)."""
+        self._load([rel])
+        return self._head.get(rel)
+
+    def problem(self, rel: str) -> str | None:
+        """Why head holds no footprint at `rel` that a review reads, or None."""
+        self._load([rel])
+        return self._problems.get(rel)
+
+    def changed(self, rel: str) -> bool:
+        """Whether the change adds the footprint, or gives it other bytes than at base."""
+        self._load([rel])
+        return self._changed.get(rel, False)
+
+    def footprint(self, rel: str) -> Footprint | None:
+        """The footprint at head, decoded (None: see `problem`, or it does not decode)."""
+        if rel not in self._decoded:
+            raw = self.read(rel)
+            try:
+                self._decoded[rel] = None if raw is None else decode_footprint(raw, shown=rel)
+            except FootprintError as exc:
+                self._problems[rel] = exc.detail
+                self._decoded[rel] = None
+        return self._decoded[rel]
+
+    def _load(self, rels: Sequence[str]) -> None:
+        todo = {rel: path for rel in dict.fromkeys(rels) if rel not in self._problems
+                and rel not in self._head for path in [self._repo_path(rel)]}
+        for rel in [r for r, p in todo.items() if p is None]:
+            self._problems[rel] = "outside the repository: no git object holds it"
+            del todo[rel]
+        if not todo:
+            return
+        paths = list(dict.fromkeys(p for p in todo.values() if p is not None))
+        base, head = ({e.path.decode("utf-8", "surrogateescape"): e
+                       for e in gitobjects.list_tree(self._top, commit, paths)}
+                      for commit in self._commits)
+        found = {rel: head.get(p) for rel, p in todo.items() if p is not None}
+        sizes = gitobjects.blob_sizes(self._top, [e.oid for e in found.values()
+                                                  if e is not None and e.mode != _SYMLINK])
+        wanted = []
+        for rel, entry in found.items():
+            if entry is None:
+                self._problems[rel] = "not in git at head"
+            elif entry.mode == _SYMLINK:
+                self._problems[rel] = "a symlink at head, not a regular file"
+            elif sizes[entry.oid] > document.MAX_FILE_BYTES:
+                self._problems[rel] = (f"{sizes[entry.oid]:,} bytes at head, over the "
+                                       f"{document.MAX_FILE_BYTES >> 20} MiB a footprint may "
+                                       "hold")
+            else:
+                wanted.append(entry.oid)
+        data = gitobjects.read_blobs(self._top, wanted)
+        for rel, entry in found.items():
+            if entry is not None and entry.oid in data:
+                self._head[rel] = data[entry.oid]
+                old = base.get(todo[rel] or "")
+                self._changed[rel] = identity(old) != identity(entry)
+
+    def _repo_path(self, rel: str) -> str | None:
+        path = posixpath.normpath(gitobjects.repo_path(self.repo.workspace, rel))
+        return None if path.startswith(("../", "/")) or path in ("..", ".") else path
+
+
+def check_fits(files: Sequence[FileReview], evidence: Evidence, key: str) -> None:
+    """A finding on each `fit` entry the change adds whose footprint `fit --footprint` would
+    have refused: not at head, other bytes than the entry's sha256, not a footprint, recorded
+    on another digest than the fit's captures, or its files not digesting to the digest it
+    names (a footprint copied and edited)."""
+    evidence.prefetch(f.footprint.get("path") for r in files for f in r.fits
+                      if isinstance(f.footprint, Mapping))
+    for review in files:
+        for fit in review.fits:
+            problem = _fit_problem(fit, evidence, key)
+            if problem is not None:
+                review.add("fit-footprint", f"the fit entry's footprint: {problem}; a fit "
+                           "rests only on the footprint of its own capture runs (lawkit fit "
+                           "--footprint records it): record it, refit, and commit both",
+                           fit.line)
+
+
+def _fit_problem(fit: AddedFit, evidence: Evidence, key: str) -> str | None:
+    bound = fit.footprint
+    if bound is None:
+        return None
+    if not isinstance(bound, Mapping) or not isinstance(bound.get("path"), str) or \
+            not isinstance(bound.get("sha256"), str):
+        return "not {path, sha256}, as lawkit fit --footprint writes it"
+    rel = bound["path"]
+    raw = evidence.read(rel)
+    if raw is None:
+        return f"{rel} is {evidence.problem(rel)}"
+    sha = hashlib.sha256(raw).hexdigest()
+    if sha != bound["sha256"]:
+        return f"{rel} at head has sha256 {sha}, not the {bound['sha256']} the entry names"
+    footprint = evidence.footprint(rel)
+    if footprint is None:
+        return f"{rel} is not a footprint ({evidence.problem(rel)})"
+    if footprint.key != key:
+        return f"{rel} keys {footprint.key!r}, but the workspace's digest keys {key!r}"
+    if footprint.digest != fit.digest:
+        return (f"{rel} was recorded on {key}={footprint.digest}, but the entry's captures ran "
+                f"on {key}={fit.digest}")
+    files = src_digest.Manifest(tuple(src_digest.FileEntry(os.fsencode(p), bytes.fromhex(f.sha256))
+                                      for p, f in footprint.files.items()))
+    if not len(files) or files.digest(len(footprint.digest)) != footprint.digest:
+        return (f"{rel} names {key}={footprint.digest}, but the files it lists do not digest "
+                "to it: it was edited after it was recorded")
+    return None
+
+
+def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
+                  head_laws: Mapping[str, src_digest.TreeEntry], blobs: Mapping[str, bytes],
+                  at_base: Mapping[str, bytes], at_head: Mapping[str, bytes], head_digest: str,
+                  not_hashed: Sequence[NotHashed], require: str | None,
+                  ) -> tuple[tuple[FileVerdict, ...], tuple[LawVerdict, ...],
+                             tuple[Finding, ...]]:
+    """Each law file's verdict at head (those naming a footprint), each of their laws' (of
+    every law file with `require`), and the findings `require` makes: one per law that is not
+    `untouched`, naming it. `at_base` and `at_head` hold the hashed engine files by their path
+    from the digest root."""
+    files, named = [], []
+    repo = evidence.repo
+    for path, entry in sorted(head_laws.items()):
+        raw = blobs.get(entry.oid)
+        shown = repo.shown(path)
+        binding = fit_binding(raw, shown) if raw is not None else None
+        if raw is not None and (require is not None or binding is not None):
+            files.append((shown, raw))
+            named.append(binding.get("path") if binding else None)
+    if not files:
+        return (), (), ()
+    evidence.prefetch(named)
+    target = SourceTree(head_digest, dict(at_head), f"revision {head}")
 
     def old_source(relpath: str, sha256: str) -> bytes | None:
         """The recorded bytes of an engine file: the base's blob when it is that, else history."""
@@ -150,12 +306,40 @@ def head_verdicts(ws: Workspace, repo: gitobjects.RepoPaths, head_commit: str, h
     from lawkit.footprint.history import git_old_source
 
     history = git_old_source(ws.digest)
-    verdicts = verdicts_of(ws, files, target, read, old_source)
+    verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
-    findings = tuple(
-        Finding("footprint", f"--require {require}: footprint verdict {v.summary()}", v.path)
-        for v in failing(verdicts, require))
-    return tuple(shown_verdicts), findings
+    by_path = {v.path: v for v in verdicts}
+    findings = [Finding("footprint", f"--require {require}: law {law.name} ({law.target}) is "
+                        f"{law.verdict}: footprint verdict {by_path[law.file].summary()}",
+                        law.file) for law in failing_laws(verdicts, require)]
+    if require is not None:
+        findings += _self_vouching(verdicts, evidence, not_hashed)
+    return (tuple(shown_verdicts), tuple(law for v in verdicts for law in v.laws),
+            tuple(findings))
+
+
+def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,
+                   not_hashed: Sequence[NotHashed]) -> list[Finding]:
+    """Under `--require untouched`: a finding for each verdict resting on a footprint the
+    change adds or replaces, and for each native module the footprint saw loaded (its
+    `unhashed`) that the change touches."""
+    out = []
+    for v in verdicts:
+        if v.footprint is None or v.recorded is None:
+            continue
+        if evidence.changed(v.footprint):
+            out.append(Finding("evidence", f"--require untouched: the verdict rests on the "
+                               f"footprint {v.footprint}, which this change adds or replaces: "
+                               "evidence changed with the code, and a change cannot vouch for "
+                               "itself: land the footprint (with the fit it backs) in a change "
+                               "of its own, then review this one against it", v.path))
+        native = sorted(n.path for n in not_hashed if n.relpath in v.recorded.unhashed)
+        if native:
+            out.append(Finding("unhashed", f"--require untouched: {', '.join(native)} changed: "
+                               f"a native module the footprint {v.footprint} saw loaded, which "
+                               "no digest hashes, so no verdict can say it did not move host "
+                               "time: refit from fresh captures", v.path))
+    return out
 
 
 def _shown_paths(verdict: FileVerdict, repo: gitobjects.RepoPaths) -> FileVerdict:

@@ -43,7 +43,13 @@ def as_text(report: ReviewReport) -> str:
         lines += _engine_text(report)
     else:
         lines.append("no hashed engine file changed since base")
+    if report.not_hashed:
+        lines.append(_not_hashed_line(report) + ":")
+        lines += [f"  {n.change:<8} {n.path}" for n in report.not_hashed]
     lines += _footprints_text(report)
+    if report.laws:
+        lines.append(f"law verdicts at head ({len(report.laws)} law{_s(len(report.laws))}):")
+        lines += [f"  {law.line()}" for law in report.laws]
     if report.merge is not None:
         lines.append(_merge_line(report))
         lines += [f"  {how:<8} {path}" for how, path in report.merge.moved.lines()]
@@ -65,6 +71,9 @@ def as_github(report: ReviewReport) -> str:
                     "changed since base")
     if report.merge is not None:
         summary += f"; {_merge_line(report)}"
+    if report.not_hashed:
+        summary += f"; {_not_hashed_line(report)}: " + ", ".join(
+            f"{n.change} {n.path}" for n in report.not_hashed[:GITHUB_NOTICES])
     lines += _footprints_github(report)
     units = [f"{f.how} {f.path}: {f.summary()}"
              + "".join(f"; {u.text().replace('  ', ' ')}" for u in f.units)
@@ -82,6 +91,14 @@ def as_markdown(report: ReviewReport) -> str:
            f"base {_code(report.base.rev)} ({_code(report.base.short)}, {_md(key)} "
            f"{_code(report.base.digest or 'none')}) → head {_code(report.head.rev)} "
            f"({_code(report.head.short)}, {_md(key)} {_code(report.head.digest or 'none')})", ""]
+    # Findings on no law file's row: the config's (listed first) and --require's.
+    others = [*report.config_findings, *report.footprint_findings]
+    if others:
+        out += [f"- ❌ {_md(str(f))}" for f in others[:MARKDOWN_ENGINE_LINES]]
+        if len(others) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(others) - MARKDOWN_ENGINE_LINES} more (lawkit review "
+                       "--format json lists them all)")
+        out.append("")
     if report.files:
         # Every file with a finding gets a row; verified ones up to a cap, so that a change
         # re-keying a thousand files still fits in one comment (GitHub takes 65,536 characters).
@@ -117,7 +134,16 @@ def as_markdown(report: ReviewReport) -> str:
         out += ["", "</details>", ""]
     else:
         out += ["No hashed engine file changed since base.", ""]
+    if report.not_hashed:
+        out += [f"<details><summary>{_html(_not_hashed_line(report))}</summary>", ""]
+        out += [f"- {n.change} {_code(n.path)}"
+                for n in report.not_hashed[:MARKDOWN_ENGINE_LINES]]
+        if len(report.not_hashed) > MARKDOWN_ENGINE_LINES:
+            out.append(f"- … and {len(report.not_hashed) - MARKDOWN_ENGINE_LINES} more (lawkit "
+                       "review --format json lists them all)")
+        out += ["", "</details>", ""]
     out += _footprints_markdown(report)
+    out += _laws_markdown(report)
     if report.merge is not None:
         m = report.merge
         out.append(f"{'❌' if m.findings else '✅'} {_md(_merge_line(report))}")
@@ -138,6 +164,12 @@ def _engine_text(report: ReviewReport) -> list[str]:
             lines.append("      (layout, comments or docstrings only)")
         lines += [f"      {u.text()}" for u in (file.units if file else ())]
     return lines
+
+
+def _not_hashed_line(report: ReviewReport) -> str:
+    n = len(report.not_hashed)
+    return (f"{n} file{_s(n)} in hashed packages that the digest does not hash changed since "
+            "base (not hashed: code there can run unseen by the digest)")
 
 
 def _footprints_text(report: ReviewReport) -> list[str]:
@@ -161,9 +193,10 @@ def _footprints_github(report: ReviewReport) -> list[str]:
     """A notice per law file's footprint verdict, on the law file."""
     out = []
     for v in report.footprints[:GITHUB_NOTICES]:
-        units = "\n".join(u.line() for u in v.diff.units) if v.diff is not None else ""
+        units = [u.line() for u in v.diff.units] if v.diff is not None else []
+        below = "\n".join([*units, *(law.line() for law in v.laws)])
         out.append(_annotation("notice", f"footprint verdict {v.summary()}"
-                               + (f"\n{units}" if units else ""),
+                               + (f"\n{below}" if below else ""),
                                Finding("footprint", "", v.path),
                                title=f"lawkit review: footprint {v.verdict}"))
     return out
@@ -200,18 +233,29 @@ def _footprints_markdown(report: ReviewReport) -> list[str]:
     for path, v in grouped(report.footprints):
         assert v.diff is not None
         out += [f"<details><summary>footprint <code>{_html(path)}</code>: "
-                f"{_html(v.summary().partition(': ')[0])}, {len(v.diff.units)} unit"
-                f"{_s(len(v.diff.units))} changed, absent or new</summary>", ""]
-        out += [f"- {u.change} {_code(u.path)} {_code(u.unit)}: "
-                + _md(f"ran in {', '.join(u.phases)}" if u.phases else
-                      ("new" if u.change == "new" else "never ran"))
-                + f", counts as {u.counts_as}" + (" (layout only)" if u.layout_only else "")
+                f"{_html(v.verdict)}, {_html(v.diff.summary())}</summary>", ""]
+        out += [f"- {u.change} {_code(u.path)} {_code(u.unit)}: {_md(u.ran())}, counts as "
+                f"{u.counts_as}" + (" (layout only)" if u.layout_only else "")
                 for u in v.diff.units[:MARKDOWN_ENGINE_LINES]]
         if len(v.diff.units) > MARKDOWN_ENGINE_LINES:
             out.append(f"- … and {len(v.diff.units) - MARKDOWN_ENGINE_LINES} more (lawkit review "
                        "--format json lists them all)")
         out += ["", "</details>", ""]
     return out
+
+
+def _laws_markdown(report: ReviewReport) -> list[str]:
+    """A table of each law's verdict: its file, name and target, its region, the verdict."""
+    if not report.laws:
+        return []
+    out = ["| law file | law (target) | region | verdict |", "|---|---|---|---|"]
+    for law in report.laws[:MARKDOWN_OK_ROWS]:
+        out.append(f"| {_code(law.file)} | {_code(law.name)} ({_code(law.target)}) | "
+                   f"{_code(law.region) if law.region else '—'} | "
+                   f"{_VERDICT_MARK.get(law.verdict, '')} {law.verdict} |")
+    if len(report.laws) > MARKDOWN_OK_ROWS:
+        out.append(f"| … {len(report.laws) - MARKDOWN_OK_ROWS} more | | | |")
+    return [*out, ""]
 
 
 def _html(text: str) -> str:

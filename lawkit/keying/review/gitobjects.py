@@ -47,14 +47,20 @@ class MergeTree:
     conflicts: tuple[str, ...]
 
 
-def locate(ws: Workspace) -> RepoPaths:
-    """The repository of the workspace; a LawkitError if its laws or engine lie outside it."""
+def toplevel(ws: Workspace) -> str:
+    """The top level of the git repository that holds the workspace, resolved."""
     try:
         top, _prefix = src_digest.git_toplevel(ws.root)
     except src_digest.DigestError as exc:
         raise GitError(f"{exc}: lawkit review reads the laws and the engine from the git "
                        "repository that holds the workspace") from None
-    top_path = Path(top).resolve()
+    return str(Path(top).resolve())
+
+
+def locate(ws: Workspace, top: str) -> RepoPaths:
+    """Where the workspace's laws and engine lie in the repository at `top` (`toplevel`); a
+    LawkitError if they lie outside it."""
+    top_path = Path(top)
     workspace = _inside(top_path, ws.root.resolve(), "the workspace root", ws)
     laws = _inside(top_path, ws.laws.resolve(), "the laws folder", ws)
     engine = _inside(top_path, ws.digest.root.resolve(), "the engine root", ws)
@@ -174,6 +180,30 @@ def blob_sizes(top: str, oids: Iterable[str]) -> dict[str, int]:
         raise GitError(str(exc)) from None
 
 
+def blobs_at(top: str, named: Sequence[tuple[str, str]]
+             ) -> dict[tuple[str, str], tuple[str, int] | None]:
+    """The blob id and size of each (treeish, repository path), or None where there is no
+    blob, from one `git cat-file --batch-check` (nothing is read)."""
+    wanted = list(dict.fromkeys(named))
+    if not wanted:
+        return {}
+    if any("\n" in path or "\n" in treeish for treeish, path in wanted):
+        raise GitError("a path with a line break cannot be read from git objects")
+    stdin = "".join(f"{treeish}:{path}\n" for treeish, path in wanted).encode(
+        "utf-8", "surrogateescape")
+    code, out, err = _git(top, ["cat-file", "--batch-check", "--buffer"], stdin)
+    if code != 0:
+        why = err.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"cannot read git objects in {top}: " + (why[-1] if why else
+                                                                f"exit status {code}"))
+    found: dict[tuple[str, str], tuple[str, int] | None] = {}
+    for name, line in zip(wanted, out.split(b"\n"), strict=False):
+        fields = line.split(b" ")
+        found[name] = (fields[0].decode("ascii"), int(fields[2])) \
+            if len(fields) == 3 and fields[1] == b"blob" else None
+    return found
+
+
 def below(folder: str, path: str) -> bool:
     """Whether repository path `path` lies below folder `folder` ("" is the top level)."""
     return not folder or path.startswith(folder + "/")
@@ -184,8 +214,8 @@ def repo_path(*parts: str) -> str:
     return str(PurePosixPath(*[p for p in parts if p])) if any(parts) else ""
 
 
-def _git(top: str, args: list[str]) -> tuple[int, bytes, bytes]:
+def _git(top: str, args: list[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
     try:
-        return src_digest.run_git(top, args)
+        return src_digest.run_git(top, args, stdin=stdin)
     except src_digest.DigestError as exc:
         raise GitError(str(exc)) from None

@@ -3,7 +3,7 @@
 Classes (DESIGN.md section 6, `lawkit review`):
 
     new        only at head
-    removed    only at base
+    removed    only at base: a finding, since deleting laws is not refitting them
     rekey      only the key line changed and `rekey` (or `adopt`) entries were appended
     adopt      only `adopt` entries were appended (and a `provenance:` line, where there was none)
     refit      a `fit` entry was appended (the laws may change with it)
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import src_digest
 from lawkit.errors import LawFileError
@@ -54,6 +55,17 @@ class Finding:
         return f"{where}: {self.message}" if where else self.message
 
 
+@dataclass(frozen=True)
+class AddedFit:
+    """A `fit` entry the change adds: the digest its captures ran on, the `footprint` it names
+    as written (None: none), and its line. `lawkit.keying.review.footprints` checks the
+    footprint as `fit --footprint` would have."""
+
+    digest: str
+    footprint: Any
+    line: int | None
+
+
 @dataclass
 class FileReview:
     """One law file's class, its key at base and at head, and what is wrong with it."""
@@ -66,6 +78,7 @@ class FileReview:
     whys: list[str] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
     touched: bool = True
+    fits: list[AddedFit] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -181,7 +194,11 @@ class Checker:
             base_file = at_base.law_file if at_base else None
             key_from = base_file.host.key[self.key] if base_file else None
             if at_head is None:
-                return FileReview(path, "removed", key_from, None)
+                review = FileReview(path, "removed", key_from, None)
+                review.add("removed", "the change deletes this law file: the laws it held are "
+                           "gone, not refitted; a removal is reviewed by a person: restore it, "
+                           "or remove it in a change of its own")
+                return review
             review = FileReview(path, "invalid", key_from, None)
             self._invalid(review, at_head)
             return review
@@ -233,6 +250,7 @@ class Checker:
         review.whys = [e.rekey.why for e in appended if e.rekey]
         review.whys += [e.adopt.why for e in appended if e.adopt]
         review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
+        review.fits = _fits(head_file, kept)
         if "fit" in kinds:
             review.kind = "refit"
         elif kinds:
@@ -295,6 +313,9 @@ class Checker:
     def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
         """The integrity rule of DESIGN.md section 5, for a file new at head."""
         entries = head_file.host.provenance
+        # A new file's older fit entries are history it brings along; what its verdict rests
+        # on, and what this change vouches for, is its newest fit.
+        review.fits = _fits(head_file, 0)[-1:]
         if not entries:
             review.add("unexplained", "a new law file with no provenance: fit it (lawkit fit) "
                        "or adopt it (lawkit rekey --adopt --why TEXT)", self._key_line(head_file))
@@ -316,3 +337,11 @@ class Checker:
 
     def _key_line(self, law_file: lawfile.LawFile) -> int | None:
         return law_file.line("host", "key", self.key)
+
+
+def _fits(head_file: lawfile.LawFile, kept: int) -> list[AddedFit]:
+    """The `fit` entries after the first `kept` provenance entries."""
+    entries = head_file.host.provenance
+    return [AddedFit(e.fit.digest, (e.fit.model_extra or {}).get("footprint"),
+                     head_file.line("host", "provenance", i))
+            for i, e in enumerate(entries) if i >= kept and e.fit is not None]

@@ -1,13 +1,17 @@
 """`lawkit review`: a reviewer's checks of a law-changing change, from git objects alone.
 
-`review(ws, base, head)` classifies every law file that differs between the two revisions
-(`lawkit.keying.review.lawchange` says how),
-verifies that each change is explained by the provenance it
-appends and that every law file at head names the engine digest at head, lists the hashed engine
-files that changed (what the re-keys vouch cannot move host time), and with `merge_with` computes
-the engine digest after merging head with another revision (the laws go stale on merge when it
-differs). Nothing is checked out: one `git ls-tree` per tree and one `git cat-file --batch` for
-every blob needed (`lawkit.keying.review.gitobjects`).
+`review(ws, base, head)` digests each revision with its own workspace config, as git holds it
+there (`lawkit.keying.review.configs`: a change to the digest settings or the laws folder is a
+finding, listed first), classifies every law file that differs between the two revisions
+(`lawkit.keying.review.lawchange` says how; a removed one is a finding, and so is no law file
+at head), verifies that each change is explained by the provenance it appends and that every
+law file at head names the engine digest at head, lists the hashed engine files that changed
+(what the re-keys vouch cannot move host time) and the files in hashed packages that no digest
+hashes, and with `merge_with` computes the engine digest after merging head with another
+revision (the laws go stale on merge when it differs). Nothing is checked out: one `git
+cat-file --batch-check` naming each revision's config file and one `--batch` reading them, one
+`git ls-tree` per tree and one `git cat-file --batch` for every blob needed
+(`lawkit.keying.review.gitobjects`).
 
 A conflicted merge is a finding, not an error: the change itself is fine to review, but it cannot
 land as it is. The merged digest is still given when no conflicted path is hashed.
@@ -15,8 +19,10 @@ land as it is. The merged digest is still given when no conflicted path is hashe
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +43,9 @@ from lawkit.lawfiles import lawbytes
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
-    from lawkit.keying.footprints import FileVerdict
-    from lawkit.keying.review.footprints import EngineFileUnits
+    from lawkit.keying.footprints import FileVerdict, LawVerdict
+    from lawkit.keying.review.configs import ConfigChange
+    from lawkit.keying.review.footprints import EngineFileUnits, NotHashed
 
 __all__ = [
     "CLASSES",
@@ -121,13 +128,23 @@ class ReviewReport:
     """The units of each engine file changed (`lawkit.keying.review.footprints`)."""
     footprints: tuple[FileVerdict, ...] = ()
     """The footprint verdict at head of each law file that names a footprint."""
+    laws: tuple[LawVerdict, ...] = ()
+    """The verdict at head of each law of those files (of every law file, with `require`)."""
     footprint_findings: tuple[Finding, ...] = ()
     require: str | None = None
+    config: tuple[ConfigChange, ...] = ()
+    """The digest fields and `laws` that differ between the config at base and at head."""
+    config_findings: tuple[Finding, ...] = ()
+    """The config's findings and `check`'s rules at head (no law files there)."""
+    not_hashed: tuple[NotHashed, ...] = ()
+    """Files inside a hashed package's folder, not hashed, that the change touches."""
 
     @property
     def findings(self) -> list[Finding]:
-        """Every finding: the files' in path order, then the merge's, then `--require`'s."""
-        out = [f for review in self.files for f in review.findings]
+        """Every finding: the config's first, then the files' in path order, then the merge's,
+        then the footprints'."""
+        out = list(self.config_findings)
+        out += [f for review in self.files for f in review.findings]
         return out + list(self.merge.findings if self.merge else ()) + \
             list(self.footprint_findings)
 
@@ -164,7 +181,10 @@ class ReviewReport:
             "merge": merge,
             "engine_units": [f.to_json() for f in self.engine_units],
             "footprints": [v.to_json() for v in self.footprints],
+            "laws": [law.to_json() for law in self.laws],
             "require": self.require,
+            "config": [c.to_json() for c in self.config],
+            "not_hashed": [n.to_json() for n in self.not_hashed],
             "findings": [_finding_json(f) for f in self.findings],
         }
 
@@ -182,37 +202,38 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
            merge_with: str | None = None, require: str | None = None) -> ReviewReport:
     """Classify and verify every law file changed from `base` to `head`, from git objects.
 
-    With `require` ("untouched"), a law file at head whose footprint verdict differs is a
-    finding (`lawkit.keying.review.footprints`).
+    Each side is read and digested with its own workspace config (`configs`). With `require`
+    ("untouched"), a law at head whose footprint verdict differs is a finding
+    (`lawkit.keying.review.footprints`).
     """
     from lawkit.keying.footprints import check_require
-    from lawkit.keying.review import footprints
+    from lawkit.keying.review import configs, footprints
 
     check_require(require)
-    repo = gitobjects.locate(ws)
-    top, cfg = repo.top, ws.digest
+    top = gitobjects.toplevel(ws)
     base_commit = gitobjects.resolve_commit(top, base, "base")
     head_commit = gitobjects.resolve_commit(top, head, "head")
     merged = other = None
+    treeishes = {"base": base_commit, "head": head_commit}
     if merge_with is not None:
         other = gitobjects.resolve_commit(top, merge_with, "--merge-with")
         merged = gitobjects.merge_tree(top, head_commit, other, merge_with)
-
-    engine_paths = [gitobjects.repo_path(repo.engine, p.decode("utf-8", "surrogateescape"))
-                    for p in src_digest.normalize_packages(cfg.packages)]
-    base_tree = gitobjects.list_tree(top, base_commit, [repo.laws, *engine_paths])
-    head_tree = gitobjects.list_tree(top, head_commit, [repo.laws, *engine_paths])
-    merge_tree = gitobjects.list_tree(top, merged.tree, engine_paths) if merged else []
+        # A conflicted config has no merged content yet (the conflict is a finding): the
+        # merge is digested with the head's.
+        if not configs.repo_paths(ws, top) & set(merged.conflicts):
+            treeishes["merge"] = merged.tree
+    at = configs.at_revisions(ws, top, treeishes)
+    at.setdefault("merge", at["head"])
+    config_changes = configs.changes(at["base"].ws, at["head"].ws)
     # A submodule in the engine is hashed as its files at the recorded commit (DESIGN.md §4).
     sources: dict[str, str | bytes] = {}
-    base_tree = gitobjects.with_submodules(top, base_commit, base_tree, sources, engine_paths)
-    head_tree = gitobjects.with_submodules(top, head_commit, head_tree, sources, engine_paths)
-    if merged:
-        merge_tree = gitobjects.with_submodules(top, merged.tree, merge_tree, sources,
-                                                engine_paths)
-    base_sel, head_sel = _hashed(cfg, repo, base_tree), _hashed(cfg, repo, head_tree)
-    merge_sel = _hashed(cfg, repo, merge_tree)
-    base_laws, head_laws = law_entries(base_tree, repo.laws), law_entries(head_tree, repo.laws)
+    base_side = _side(top, at["base"].ws, base_commit, sources)
+    head_side = _side(top, at["head"].ws, head_commit, sources)
+    merge_side = _side(top, at["merge"].ws, merged.tree, sources, laws=False) \
+        if merged else None
+    cfg, repo = head_side.ws.digest, head_side.repo
+    base_laws = law_entries(base_side.tree, base_side.repo.laws)
+    head_laws = law_entries(head_side.tree, repo.laws)
     changed = {p for p in base_laws.keys() | head_laws.keys()
                if identity(base_laws.get(p)) != identity(head_laws.get(p))}
 
@@ -224,20 +245,22 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     sizes = gitobjects.blob_sizes(top, law_oids)
     too_big = {oid: size for oid, size in sizes.items() if size > lawbytes.MAX_BYTES}
     wanted = [oid for oid in law_oids if oid not in too_big]
-    engine_oids = [e.oid for sel in (base_sel, head_sel, merge_sel) for _, e in sel]
+    sides = [s for s in (base_side, head_side, merge_side) if s is not None]
+    engine_oids = [e.oid for side in sides for _, e in side.sel]
     wanted += [oid for oid in engine_oids if oid not in sources]
     blobs = gitobjects.read_blobs(top, wanted)
     blobs.update(gitobjects.submodule_blobs(sources, (o for o in engine_oids if o in sources)))
 
-    base_manifest = src_digest.manifest_from_blobs(base_sel, blobs)
-    head_manifest = src_digest.manifest_from_blobs(head_sel, blobs)
+    base_manifest = src_digest.manifest_from_blobs(base_side.sel, blobs)
+    head_manifest = src_digest.manifest_from_blobs(head_side.sel, blobs)
     if not len(head_manifest):
         raise LawkitError(
             f"no engine file at head ({head}): nothing matches include {list(cfg.include)} "
             f"under packages {list(cfg.packages)} in {ws.rel(cfg.root)}: "
             f"{ws.advice('check [tool.lawkit.digest] root and packages, or --engine')}")
     head_digest = head_manifest.digest(cfg.length)
-    base_digest = base_manifest.digest(cfg.length) if len(base_manifest) else None
+    base_digest = base_manifest.digest(base_side.ws.digest.length) if len(base_manifest) \
+        else None
 
     checker = Checker(key=cfg.key, head_digest=head_digest, base_rev=base,
                       base_digest=base_digest)
@@ -256,24 +279,79 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     unchanged = judged.count(None)
 
     merge_review = None
-    if merged is not None and merge_with is not None and other is not None:
-        merge_review = _merge_review(cfg, repo, merge_with, other, merged, merge_sel, blobs,
+    if merged is not None and merge_with is not None and other is not None and merge_side:
+        merge_review = _merge_review(head_side, merge_side, merge_with, other, merged, blobs,
                                      head_manifest)
-    verdicts, footprint_findings = footprints.head_verdicts(
-        ws, repo, head_commit, head, head_laws, blobs, base_sel, head_sel, head_digest, require)
+    not_hashed = _not_hashed(base_side, head_side)
+    evidence = footprints.Evidence(top, repo, base_commit, head_commit)
+    footprints.check_fits(files, evidence, cfg.key)
+    verdicts, law_verdicts, footprint_findings = footprints.head_verdicts(
+        head_side.ws, evidence, head, head_laws, blobs, base_side.files(blobs),
+        head_side.files(blobs), head_digest, not_hashed, require)
+    found = configs.findings(config_changes, at["base"], at["head"])
+    if not head_laws:
+        found.append(Finding("no-laws", f"no law files at head in the laws folder "
+                             f"{ws.rel(head_side.ws.laws)} (every *.yaml and *.yml below it is "
+                             "one): an empty laws folder is an error, not a pass; restore the "
+                             "law files, or point [tool.lawkit] laws at them"))
     return ReviewReport(
         key=cfg.key,
         base=Revision(base, base_commit, base_digest),
         head=Revision(head, head_commit, head_digest),
         files=tuple(files),
         unchanged=unchanged,
-        engine=_engine_changes(repo, base_manifest, head_manifest),
+        engine=_engine_changes(base_side, head_side, base_manifest, head_manifest),
         merge=merge_review,
-        engine_units=footprints.engine_units(repo, base_sel, head_sel, blobs),
+        engine_units=footprints.engine_units(base_side.oids(), head_side.oids(), blobs),
         footprints=verdicts,
+        laws=law_verdicts,
         footprint_findings=footprint_findings,
         require=require,
+        config=tuple(config_changes),
+        config_findings=tuple(found),
+        not_hashed=not_hashed,
     )
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One revision as the review reads it: its workspace config, where its laws and engine lie
+    in the repository, its tree below them, and the engine files its digest hashes."""
+
+    ws: Workspace
+    repo: gitobjects.RepoPaths
+    tree: list[src_digest.TreeEntry]
+    sel: _Selection
+
+    @property
+    def packages(self) -> list[str]:
+        """The repository path of each hashed package's folder."""
+        return [gitobjects.repo_path(self.repo.engine, p.decode("utf-8", "surrogateescape"))
+                for p in src_digest.normalize_packages(self.ws.digest.packages)]
+
+    def shown(self, rel: bytes | str) -> str:
+        """An engine file's path (from the digest root) as the review shows it."""
+        return self.repo.shown(gitobjects.repo_path(self.repo.engine, os.fsdecode(rel)))
+
+    def oids(self) -> dict[str, str]:
+        """The blob of each hashed engine file, by the path shown."""
+        return {self.shown(rel): e.oid for rel, e in self.sel}
+
+    def files(self, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """The bytes of each hashed engine file, by its path from the digest root."""
+        return {os.fsdecode(rel): blobs[e.oid] for rel, e in self.sel}
+
+
+def _side(top: str, ws: Workspace, treeish: str, sources: dict[str, str | bytes], *,
+          laws: bool = True) -> _Side:
+    """A revision's tree below its laws folder (unless `laws` is false) and engine packages,
+    each submodule there replaced by its files; `sources` gets where their blobs are read."""
+    repo = gitobjects.locate(ws, top)
+    bare = _Side(ws, repo, [], [])
+    paths = [repo.laws, *bare.packages] if laws else bare.packages
+    tree = gitobjects.with_submodules(top, treeish, gitobjects.list_tree(top, treeish, paths),
+                                      sources, bare.packages)
+    return _Side(ws, repo, tree, _hashed(ws.digest, repo, tree))
 
 
 def _hashed(cfg: DigestConfig, repo: gitobjects.RepoPaths,
@@ -281,21 +359,51 @@ def _hashed(cfg: DigestConfig, repo: gitobjects.RepoPaths,
     return src_digest.select_tree(entries, cfg.packages, cfg.include, cfg.exclude, repo.engine)
 
 
-def _engine_changes(repo: gitobjects.RepoPaths, old: src_digest.Manifest,
+def _engine_changes(old_side: _Side, new_side: _Side, old: src_digest.Manifest,
                     new: src_digest.Manifest) -> EngineChanges:
-    diff = src_digest.diff_manifests(old, new)
+    """The hashed engine files added, removed and changed, by the path shown: each side's
+    files from its own digest root."""
+    before = {old_side.shown(e.relpath): e.sha256 for e in old.entries}
+    after = {new_side.shown(e.relpath): e.sha256 for e in new.entries}
+    return EngineChanges(tuple(sorted(after.keys() - before.keys())),
+                         tuple(sorted(before.keys() - after.keys())),
+                         tuple(sorted(p for p, h in after.items()
+                                      if p in before and before[p] != h)))
 
-    def shown(paths: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(repo.shown(gitobjects.repo_path(repo.engine, p)) for p in paths)
 
-    return EngineChanges(shown(diff.added), shown(diff.removed), shown(diff.changed))
+def _not_hashed(base: _Side, head: _Side) -> tuple[NotHashed, ...]:
+    """The files inside a hashed package's folder, at base or at head, that the side's digest
+    does not hash and that the change adds, removes or changes (below the laws folder: none)."""
+    from lawkit.keying.review.footprints import NotHashed
+
+    def unhashed(side: _Side) -> dict[str, str]:
+        hashed = {e.path for _rel, e in side.sel}
+        folders = side.packages
+        return {e.path.decode("utf-8", "surrogateescape"): e.oid for e in side.tree
+                if e.path not in hashed and e.mode not in ("160000", "040000")
+                and any(gitobjects.below(f, e.path.decode("utf-8", "surrogateescape"))
+                        for f in folders)
+                and not gitobjects.below(side.repo.laws, e.path.decode("utf-8",
+                                                                       "surrogateescape"))}
+
+    old, new = unhashed(base), unhashed(head)
+    out = []
+    for path in sorted(old.keys() | new.keys()):
+        how = "added" if path not in old else "removed" if path not in new else \
+            "changed" if old[path] != new[path] else None
+        if how is not None:
+            rel = posixpath.relpath(path, head.repo.engine) if head.repo.engine else path
+            out.append(NotHashed(head.repo.shown(path), how, rel))
+    return tuple(out)
 
 
-def _merge_review(cfg: DigestConfig, repo: gitobjects.RepoPaths, rev: str, commit: str,
-                  merged: gitobjects.MergeTree, merge_sel: _Selection, blobs: dict[str, bytes],
+def _merge_review(head: _Side, merge: _Side, rev: str, commit: str,
+                  merged: gitobjects.MergeTree, blobs: dict[str, bytes],
                   head_manifest: src_digest.Manifest) -> MergeReview:
+    """The merge's digest (with the merged tree's own config) against the head's."""
     findings = []
-    head_digest = head_manifest.digest(cfg.length)
+    head_digest = head_manifest.digest(head.ws.digest.length)
+    repo = merge.repo
     conflicts = tuple(repo.shown(p) for p in merged.conflicts)
     if conflicts:
         findings.append(Finding("merge-conflict", f"merging {rev} into the head conflicts in "
@@ -304,12 +412,12 @@ def _merge_review(cfg: DigestConfig, repo: gitobjects.RepoPaths, rev: str, commi
     # A conflicted hashed file has no merged content yet, so the merged digest is unknown.
     as_entries = [src_digest.TreeEntry("100644", "", p.encode("utf-8", "surrogateescape"))
                   for p in merged.conflicts]
-    if _hashed(cfg, repo, as_entries):
+    if _hashed(merge.ws.digest, repo, as_entries):
         return MergeReview(rev, commit, merged.tree, None, conflicts, EngineChanges(),
                            tuple(findings))
-    merge_manifest = src_digest.manifest_from_blobs(merge_sel, blobs)
-    moved = _engine_changes(repo, head_manifest, merge_manifest)
-    digest = merge_manifest.digest(cfg.length) if len(merge_manifest) else None
+    merge_manifest = src_digest.manifest_from_blobs(merge.sel, blobs)
+    moved = _engine_changes(head, merge, head_manifest, merge_manifest)
+    digest = merge_manifest.digest(merge.ws.digest.length) if len(merge_manifest) else None
     if digest != head_digest:
         files = ", ".join(f"{how} {path}" for how, path in moved.lines())
         now = f"digests to {digest}" if digest else "has no hashed file"
