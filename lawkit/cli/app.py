@@ -32,7 +32,8 @@ def _config_either_side(ctx: typer.Context, value: Path | None) -> Path | None:
     """`--config FILE` given after the command, or else before it (`lawkit --config FILE
     check`): the one a command loads. Both, naming different files, is a usage error."""
     root = ctx.find_root()
-    before = root.params.get("config") if root is not ctx else None
+    given = root.params.get("config") if root is not ctx else None
+    before = Path(given) if given is not None else None  # click keeps the group's as a str
     if value is not None and before is not None and value != before:
         raise typer.BadParameter(f"given before the command as {before} and after it as {value}: "
                                  "give one", param_hint="'--config'")

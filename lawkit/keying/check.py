@@ -276,9 +276,9 @@ def named_law_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
     for given in paths:
         path = Path(os.path.abspath(given))
         if path != laws and laws not in path.parents:
+            point = "name files below it, or point [tool.lawkit] laws (or --laws) at theirs"
             raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: lawkit checks "
-                              "and rekeys the workspace's law files; "
-                              f"{ws.advice('see [tool.lawkit] laws, or --laws')}")
+                              f"and rekeys the workspace's law files; {ws.advice(point)}")
         # A symlinked folder on the way would take a rekey's write outside the laws folder.
         for folder in [p for p in path.parents if laws in p.parents] + \
                 ([path] if path != laws and path.is_dir() else []):
