@@ -477,7 +477,8 @@ def test_adopt_keeps_the_key_a_stale_law_names_and_rekey_then_moves_it(tmp_path:
     assert f'key: {{atom: "{OLD}"}}' in (laws / "a.yaml").read_text()
     check = runner.invoke(app, ["check"])
     assert check.exit_code == 1 and check.stdout.splitlines()[-1] == (
-        'fix: lawkit rekey --why "..." if the engine change cannot move host time, else refit: lawkit fit CAPTURE... --out laws/a.yaml')
+        'fix: lawkit rekey --why "..." if the engine change cannot move host time, else refit: '
+        "lawkit fit CAPTURE... --out laws/a.yaml")
     assert runner.invoke(app, ["rekey", "--why", "docstring only"]).exit_code == 0
     assert runner.invoke(app, ["check"]).exit_code == 0
 

@@ -2,8 +2,9 @@
 
 Each law file whose key differs from the target gets exactly two text edits (see `textedit`):
 the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance, or
-whose laws were edited by hand, gets one `adopt` entry and nothing else. Every edited text is re-parsed and compared with what the
-edit intends before anything is written; any refusal writes nothing at all (DESIGN.md §6).
+whose laws were edited by hand, gets one `adopt` entry and nothing else. Every edited text is
+re-parsed and compared with what the edit intends before anything is written; any refusal
+writes nothing at all (DESIGN.md §6).
 """
 
 from __future__ import annotations
