@@ -1,4 +1,6 @@
-"""The typer app, the options commands share, and the one place errors become exit codes."""
+"""The typer app, the options commands share (with the conventions every command follows:
+`-h`, `-V`, `--format` and `--json` as one, `-q`, `--config` on either side of the command),
+and the one place errors become exit codes."""
 
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ QuietOption = Annotated[
 ]
 
 
-F = TypeVar("F", bound=enum.StrEnum)
+_Form = TypeVar("_Form", bound=enum.StrEnum)
 
 
 class TextOrJson(enum.StrEnum):
@@ -91,7 +93,7 @@ FormatOption = Annotated[
 ]
 
 
-def report_format(format: F | None, json: bool, default: F) -> F:
+def report_format(format: _Form | None, json: bool, default: _Form) -> _Form:
     """The form a report is printed in: `--format`'s, or json with `--json` (the same as
     `--format json`, every command taking both spellings), else `default`. `--json` with
     another `--format` is a usage error (exit 2), not a silent choice of one."""
@@ -154,6 +156,8 @@ def _main(
         "--config).", show_default=False)] = None,
 ) -> None:
     """Fit, key, check and review the host laws of an inference-engine simulator."""
+    # `config` stays in the context's params: each command's --config reads it from there
+    # (`_config_either_side`).
 
 
 def run(command: Callable[[], int]) -> None:
