@@ -1,5 +1,4 @@
-"""Shared fixtures: every test runs in its own temp folder with its own $HOME; the tests of a
-module that share a module-scoped fixture run on one pytest-xdist worker."""
+"""Shared fixtures: every test runs in its own temp folder with its own $HOME."""
 
 from __future__ import annotations
 
@@ -23,22 +22,3 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_COMMITTER_NAME", "lawkit tests")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "tests@lawkit.invalid")
     monkeypatch.chdir(tmp_path)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`scripts/test` runs `-n auto --dist loadgroup`), keep the tests of a
-    module that use a module- or session-scoped fixture on one worker: the fixture (a venv
-    with lawkit installed, a recorded footprint, a git repository of scenarios) is then built
-    once, not once per worker, and no two workers build the same one at the same time."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None or item.get_closest_marker("xdist_group") is not None:
-            continue
-        # baseid: "" for pytest's own fixtures (tmp_path's session-scoped factory is one)
-        shared = any(definition.baseid and definition.scope in ("module", "package", "session")
-                     for definitions in info.name2fixturedefs.values()
-                     for definition in definitions)
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module
-                                                    else item.nodeid.split("::")[0]))
