@@ -59,7 +59,7 @@ def check(
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         facts = CheckCache(ws.laws) if cache_wanted(cache) else None
-        report = check_workspace(ws, cache=facts, named=paths)
+        report = check_workspace(ws, cache=facts, paths=paths)
         if facts is not None:
             facts.save(files=None if paths else len(report.files))
         if form is Format.json:

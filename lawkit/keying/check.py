@@ -143,18 +143,18 @@ class FileFacts:
 
 
 def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
-                    named: Sequence[Path] | None = None) -> CheckReport:
-    """Check every law file of the workspace (or those `named`: see `named_law_files`)
+                    paths: Sequence[Path] | None = None) -> CheckReport:
+    """Check every law file of the workspace (or those `paths` name: see `named_law_files`)
     against the current digest; labels are compared among the files checked.
 
     With a `cache`, files whose facts it holds (same path, key name and bytes) are not parsed
     again, and the facts of the others are added to it.
     """
-    paths = [str(p) for p in named_law_files(ws, named)] if named else law_files(ws.laws, ws)
+    files = [str(p) for p in named_law_files(ws, paths)] if paths else law_files(ws.laws, ws)
     digest = current_digest(ws)
     key = ws.digest.key
-    shown = [ws.rel(p) for p in paths]
-    read = [read_law_file(path, name, key, cache) for path, name in zip(paths, shown,
+    shown = [ws.rel(p) for p in files]
+    read = [read_law_file(path, name, key, cache) for path, name in zip(files, shown,
                                                                          strict=True)]
     facts = [_invalid(raw, name) if isinstance(raw, LawFileError) else known
              for name, (raw, _entry, known) in zip(shown, read, strict=True)]
