@@ -55,7 +55,7 @@ class ConfigSource:
             return ("no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found (looked "
                     f"in {looked}), so the defaults apply: create {start / 'lawkit.toml'} with "
                     'laws = "laws" and a [digest] table naming the engine\'s root and packages '
-                    "(docs/commands.md), or pass --config")
+                    '(root = "src", packages = ["yourengine"]), or pass --config')
         if self.path.name != "pyproject.toml":
             text = text.replace("[tool.lawkit.digest] ", "[digest] ").replace(
                 "[tool.lawkit] ", "")

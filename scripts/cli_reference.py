@@ -36,8 +36,9 @@ def lawkit_command() -> Any:
 
 def _help(command: Any, name: str, parent: Any) -> tuple[str, Any]:
     # typer vendors click, so its Context class is taken from the command, not imported.
+    # context_settings as click's make_context applies them (the group's -h beside --help)
     ctx = command.context_class(command, info_name=name, parent=parent, terminal_width=WIDTH,
-                                max_content_width=WIDTH)
+                                max_content_width=WIDTH, **command.context_settings)
     return str(command.get_help(ctx)).rstrip("\n"), ctx
 
 

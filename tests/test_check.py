@@ -42,7 +42,8 @@ def test_check_exits_1_and_names_the_fix_for_a_stale_law(tmp_path: Path) -> None
     assert _lines(result.stdout) == [
         f"laws/cell00000.yaml:6: stale: names {OLD}, the engine is at 8927e824",
         f"laws/cell00001.yaml:6: stale: names {OLD}, the engine is at 8927e824",
-        'fix: lawkit rekey --why "..."',
+        'fix: lawkit rekey --why "..." if the engine change cannot move host time, else refit each:'
+        ' lawkit fit CAPTURE... --out FILE',
     ]
 
 
@@ -84,8 +85,10 @@ def test_check_for_stale_laws_without_provenance_says_adopt_then_rekey(tmp_path:
     make_workspace(tmp_path, 1, stale=True, provenance="none")
     result = runner.invoke(app, ["check"])
     assert result.exit_code == 1, result.output
-    assert _lines(result.stdout)[-1] == \
-        'fix: lawkit rekey --adopt --why "..." && lawkit rekey --why "..."'
+    assert _lines(result.stdout)[-1] == (
+        'fix: lawkit rekey --adopt --why "..." && lawkit rekey --why "..." if the engine '
+        "change cannot move host time, else refit: lawkit fit CAPTURE... --out "
+        "laws/cell00000.yaml")
 
 
 def test_check_reports_a_key_edited_by_hand_as_unexplained(tmp_path: Path) -> None:
@@ -111,8 +114,9 @@ def test_check_reports_a_body_edited_after_its_fit_and_names_lawkit_fit(tmp_path
     assert result.exit_code == 1, result.output
     assert _lines(result.stdout)[0] == (
         "laws/cell00000.yaml:8: body-edited: the laws differ from the body the fit entry at "
-        "line 33 recorded: edited by hand after it; undo the edit, or refit: lawkit fit "
-        "CAPTURE... --out laws/cell00000.yaml")
+        "line 33 recorded: edited by hand after it; undo the edit, refit (lawkit fit "
+        "CAPTURE... --out laws/cell00000.yaml), or keep it: lawkit rekey --adopt --why \"...\" "
+        "laws/cell00000.yaml")
 
 
 def test_check_does_not_count_a_change_to_fit_statistics_as_a_body_edit(tmp_path: Path) -> None:
@@ -152,7 +156,8 @@ def test_check_json_is_one_document_with_the_digest_files_and_problems(tmp_path:
     assert doc["problems"][0] == {
         "path": "laws/cell00000.yaml", "line": 6, "kind": "stale",
         "message": f"names {OLD}, the engine is at 8927e824", "fix": 'lawkit rekey --why "..."'}
-    assert doc["fix"] == 'lawkit rekey --why "..."'
+    assert doc["fix"] == ('lawkit rekey --why "..." if the engine change cannot move host time, '
+                          'else refit each: lawkit fit CAPTURE... --out FILE')
 
 
 def test_check_json_says_ok_when_all_is_good(tmp_path: Path) -> None:
@@ -169,7 +174,8 @@ def test_check_github_prints_one_workflow_annotation_per_problem(tmp_path: Path)
     assert result.exit_code == 1, result.output
     assert _lines(result.stdout) == [
         f"::error file=laws/cell00000.yaml,line=6::stale: names {OLD}, the engine is at 8927e824",
-        'fix: lawkit rekey --why "..."',
+        'fix: lawkit rekey --why "..." if the engine change cannot move host time, else refit: '
+        "lawkit fit CAPTURE... --out laws/cell00000.yaml",
     ]
 
 
@@ -282,7 +288,7 @@ def test_python_m_lawkit_check_and_the_installed_script_run(tmp_path: Path) -> N
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
                               check=False)
         assert done.returncode == 1, done.stderr
-        assert done.stdout.splitlines()[-1] == 'fix: lawkit rekey --why "..."'
+        assert done.stdout.splitlines()[-1].startswith('fix: lawkit rekey --why "..." if ')
         assert done.stderr == ""
 
 

@@ -5,6 +5,7 @@ stays small."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,18 @@ from workspaces import make_workspace
 
 REPO = Path(__file__).resolve().parents[1]
 CORE_BUDGET_MB = 40
+PLACEHOLDER = "/path/to/lawkit"
+
+
+def _readme_install(extra: str = "") -> list[str]:
+    """The README's `pip install` of lawkit by its path (`extra`: "[fit]", ...), as words."""
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("pip install "):
+            continue
+        words = shlex.split(line, comments=True)
+        if words[:2] == ["pip", "install"] and words[2:] == [PLACEHOLDER + extra]:
+            return words
+    raise AssertionError(f"README.md gives no `pip install {PLACEHOLDER}{extra}` line")
 
 
 def _site_packages(env: Path) -> Path:
@@ -28,7 +41,8 @@ def _size_mb(folder: Path) -> float:
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(a venv holding `pip install <repo>`, an empty venv), made once for the module."""
+    """(a venv holding lawkit installed as the README says, by its path, an empty venv), made
+    once for the module."""
     base = tmp_path_factory.mktemp("venvs")
     source = base / "src"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
@@ -36,9 +50,15 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     empty, env = base / "empty", base / "core"
     venv.create(empty, with_pip=True)
     venv.create(env, with_pip=True)
-    subprocess.run([env / "bin" / "python", "-m", "pip", "install", "-q",
-                    "--disable-pip-version-check", str(source)], check=True)
+    words = [str(source) if word == PLACEHOLDER else word for word in _readme_install()]
+    subprocess.run([env / "bin" / "python", "-m", *words, "-q", "--disable-pip-version-check"],
+                   check=True)
     return env, empty
+
+
+def test_the_readme_installs_each_extra_by_the_same_path_quoted_for_the_shell() -> None:
+    for extra in ("[fit]", "[all]"):
+        assert _readme_install(extra)[2] == f"{PLACEHOLDER}{extra}"
 
 
 def _run(env: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -52,7 +52,8 @@ def test_the_body_hash_covers_what_determines_a_prediction_only() -> None:
                                             "'num_seqs' is inf"),
     ('"1": 0.0021', '"a::b": 0.0021', "laws/x.yaml:12: host.laws[0].terms: malformed term "
                                       "'a::b'"),
-    ("target: host_s", "targt: host_s", "laws/x.yaml:8: host.laws[0].target: missing"),
+    ("target: host_s", "targt: host_s", "laws/x.yaml:9: host.laws[0].targt: unknown key, and "
+                                        "host.laws[0].target is missing: rename targt to target"),
     ("schema: lawkit/1", "schema: lawkit/2", "laws/x.yaml:2: schema: expected 'lawkit/1'"),
     ("device:", "host:", "laws/x.yaml:18: duplicate key 'host'"),
     ("    atom:", "    atomic:", "host.key.atom: missing"),

@@ -163,8 +163,9 @@ def test_rekey_refuses_a_body_edited_after_its_fit_and_names_lawkit_fit(tmp_path
     assert result.exit_code == 2, result.output
     assert result.stderr == (
         "lawkit: error: laws/a.yaml:8: the laws differ from the body the fit entry at line 12 "
-        "recorded: edited by hand after it; undo the edit, or refit: lawkit fit CAPTURE... "
-        "--out laws/a.yaml; nothing was written\n")
+        "recorded: edited by hand after it; undo the edit, refit (lawkit fit CAPTURE... "
+        "--out laws/a.yaml), or keep it: lawkit rekey --adopt --why \"...\" laws/a.yaml; "
+        "nothing was written\n")
     assert _snapshot(laws) == before
 
 
@@ -464,7 +465,7 @@ def test_adopt_skips_laws_that_already_have_provenance(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         f"adopted laws/b.yaml at atom={NEW}",
-        "skipped laws/a.yaml: already adopted (it has provenance)",
+        "skipped laws/a.yaml: nothing to adopt: its provenance explains its key and its laws",
         "adopted 1 law file (1 skipped)",
     ]
     assert (laws / "a.yaml").read_text() == SMALL
@@ -475,7 +476,9 @@ def test_adopt_keeps_the_key_a_stale_law_names_and_rekey_then_moves_it(tmp_path:
     assert runner.invoke(app, ["rekey", "--adopt", "--why", "pre-lawkit laws"]).exit_code == 0
     assert f'key: {{atom: "{OLD}"}}' in (laws / "a.yaml").read_text()
     check = runner.invoke(app, ["check"])
-    assert check.exit_code == 1 and check.stdout.splitlines()[-1] == 'fix: lawkit rekey --why "..."'
+    assert check.exit_code == 1 and check.stdout.splitlines()[-1] == (
+        'fix: lawkit rekey --why "..." if the engine change cannot move host time, else refit: '
+        "lawkit fit CAPTURE... --out laws/a.yaml")
     assert runner.invoke(app, ["rekey", "--why", "docstring only"]).exit_code == 0
     assert runner.invoke(app, ["check"]).exit_code == 0
 

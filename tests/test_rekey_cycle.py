@@ -53,7 +53,8 @@ def test_check_edit_check_rekey_check_in_a_git_repo_moves_two_lines_per_law_file
     assert code == 1, out
     assert sorted(out[:-1]) == sorted(
         f"{name}:6: stale: names {digest}, the engine is at {new}" for name in names)
-    assert out[-1] == 'fix: lawkit rekey --why "..."'
+    assert out[-1] == ('fix: lawkit rekey --why "..." if the engine change cannot move host '
+                       'time, else refit each: lawkit fit CAPTURE... --out FILE')
 
     code, out = _invoke("rekey", "--why", "a docstring cannot move host time", "--ref", "#3")
     assert code == 0, out

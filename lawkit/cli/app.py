@@ -1,7 +1,10 @@
-"""The typer app, the options commands share, and the one place errors become exit codes."""
+"""The typer app, the options commands share (with the conventions every command follows:
+`-h`, `-V`, `--format` and `--json` as one, `-q`, `--config` on either side of the command),
+and the one place errors become exit codes."""
 
 from __future__ import annotations
 
+import enum
 import errno
 import json
 import math
@@ -10,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -23,12 +26,27 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # as ruff, pytest, pre-commit
 )
+
+
+def _config_either_side(ctx: typer.Context, value: Path | None) -> Path | None:
+    """`--config FILE` given after the command, or else before it (`lawkit --config FILE
+    check`): the one a command loads. Both, naming different files, is a usage error."""
+    root = ctx.find_root()
+    given = root.params.get("config") if root is not ctx else None
+    before = Path(given) if given is not None else None  # click keeps the group's as a str
+    if value is not None and before is not None and value != before:
+        raise typer.BadParameter(f"given before the command as {before} and after it as {value}: "
+                                 "give one", param_hint="'--config'")
+    return value if value is not None else before
+
 
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="The workspace config (lawkit.toml or pyproject.toml); "
-                 "default: found by walking up from the working directory.", show_default=False),
+                 "default: found by walking up from the working directory. Also taken before "
+                 "the command.", show_default=False, callback=_config_either_side),
 ]
 EngineOption = Annotated[
     Path | None,
@@ -49,8 +67,45 @@ CacheOption = Annotated[
                  "checkout's own.", show_default=False),
 ]
 JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")
+    bool, typer.Option("--json", help="The same as --format json: one JSON document on stdout "
+                       "and nothing else there.")
 ]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Only problems: print nothing when all is good "
+                       "(exit 0), and no notes on stderr; --format json prints its document "
+                       "all the same.")
+]
+
+
+_Form = TypeVar("_Form", bound=enum.StrEnum)
+
+
+class TextOrJson(enum.StrEnum):
+    """The report forms of a command that has no other: a text report, or one JSON document."""
+
+    text = "text"
+    json = "json"
+
+
+FormatOption = Annotated[
+    TextOrJson | None, typer.Option("--format", help="text (the default) or json (the same as "
+                                    "--json).", show_default=False)
+]
+
+
+def report_format(format: _Form | None, json: bool, default: _Form) -> _Form:
+    """The form a report is printed in: `--format`'s, or json with `--json` (the same as
+    `--format json`, every command taking both spellings), else `default`. `--json` with
+    another `--format` is a usage error (exit 2), not a silent choice of one."""
+    if json and format is not None and format.value != "json":
+        raise typer.BadParameter(f"it is --format json, and --format {format.value} was given "
+                                 "too: give one", param_hint="'--json'")
+    return type(default)("json") if json else format or default
+
+
+def wants_json(json: bool, format: TextOrJson | None) -> bool:
+    """Whether a command with the forms text and json prints JSON (see `report_format`)."""
+    return report_format(format, json, TextOrJson.text) is TextOrJson.json
 
 
 def fraction(text: str | None, flag: str) -> float | None:
@@ -94,10 +149,15 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[bool, typer.Option(
-        "--version", help="Print lawkit's version and exit.", callback=_version,
+        "--version", "-V", help="Print lawkit's version and exit.", callback=_version,
         is_eager=True)] = False,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="The workspace config for the command (the same as the command's "
+        "--config).", show_default=False)] = None,
 ) -> None:
     """Fit, key, check and review the host laws of an inference-engine simulator."""
+    # `config` stays in the context's params: each command's --config reads it from there
+    # (`_config_either_side`).
 
 
 def run(command: Callable[[], int]) -> None:

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import CacheOption, ConfigOption, EngineOption, LawsOption, app, run
+from lawkit.cli.app import (
+    CacheOption,
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    LawsOption,
+    QuietOption,
+    app,
+    report_format,
+    run,
+)
 
 
 class Format(enum.StrEnum):
@@ -20,9 +31,15 @@ class Format(enum.StrEnum):
 
 @app.command()
 def check(
-    format: Annotated[Format, typer.Option(
-        "--format", help="text: one line per problem, then the fix; json: one JSON document; "
-        "github: workflow annotations.")] = Format.text,
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Law files or folders below the laws folder to check (what a pre-commit hook "
+        "passes); default: every law file of the workspace.", show_default=False)] = None,
+    format: Annotated[Format | None, typer.Option(
+        "--format", help="text (the default): one line per problem, then the fix; json: one "
+        "JSON document (the same as --json); github: workflow annotations.",
+        show_default=False)] = None,
+    json: JsonOption = False,
+    quiet: QuietOption = False,
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
@@ -30,8 +47,10 @@ def check(
 ) -> None:
     """Check that every law file is valid, explained by its provenance, and on the current digest.
 
-    Exit 0 when all is good, 1 when a problem was found, 2 on bad config.
+    Exit 0 when all is good, 1 when a problem was found, 2 on bad config or a path that is not
+    a law file of the workspace.
     """
+    form = report_format(format, json, Format.text)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -40,13 +59,13 @@ def check(
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         facts = CheckCache(ws.laws) if cache_wanted(cache) else None
-        report = check_workspace(ws, cache=facts)
+        report = check_workspace(ws, cache=facts, paths=paths)
         if facts is not None:
-            facts.save(files=len(report.files))
-        if format is Format.json:
+            facts.save(files=None if paths else len(report.files))
+        if form is Format.json:
             typer.echo(report.json_text())
-        else:
-            lines = report.github_lines() if format is Format.github else report.text_lines()
+        elif not (quiet and report.ok):
+            lines = report.github_lines() if form is Format.github else report.text_lines()
             typer.echo("\n".join(lines))
         return 0 if report.ok else 1
 

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+from lawkit.cli.app import (
+    ConfigOption,
+    EngineOption,
+    FormatOption,
+    JsonOption,
+    app,
+    print_json,
+    run,
+    wants_json,
+)
 
 
 @app.command()
@@ -21,10 +30,12 @@ def digest(
     explain: Annotated[bool, typer.Option(
         "--explain", help="List the files that make the work tree's digest differ from "
         "HEAD's.")] = False,
+    format: FormatOption = None,
     json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Print the digest of the engine source, exactly as the engine's host_key_of computes it."""
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace

@@ -10,11 +10,14 @@ import typer
 from lawkit.cli.app import (
     ConfigOption,
     EngineOption,
+    FormatOption,
     JsonOption,
+    QuietOption,
     app,
     fraction,
     print_json,
     run,
+    wants_json,
 )
 
 
@@ -82,7 +85,9 @@ def fit(
         "--footprint", help="The footprint of the capture runs (lawkit footprint record), "
         "recorded on the captures' digest: named with its sha256 in the fit entry, so that "
         "rekey and review can say what a later change touches.", show_default=False)] = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    quiet: QuietOption = False,
     engine: EngineOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -97,6 +102,7 @@ def fit(
 
     Exit 0 when written; 2 for a bad capture, formula or flag: then nothing is written.
     """
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -125,13 +131,14 @@ def fit(
         report = lib.run_fit(request, ws)
         if json:
             print_json(report.to_json())
-        else:
+        elif not quiet:
             typer.echo("\n".join(report.lines()))
         if plot is not None:
             from lawkit.fitting.plot import plot_fit_report
 
             for drawn in plot_fit_report(plot, report, captures, ws):
-                typer.echo(f"lawkit: wrote {drawn}", err=True)
+                if not quiet:
+                    typer.echo(f"lawkit: wrote {drawn}", err=True)
         return 0
 
     run(body)

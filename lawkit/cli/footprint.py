@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, JsonOption, app, print_json, run
+from lawkit.cli.app import (
+    ConfigOption,
+    EngineOption,
+    FormatOption,
+    JsonOption,
+    QuietOption,
+    app,
+    print_json,
+    run,
+    wants_json,
+)
 
 footprint_app = typer.Typer(
     name="footprint",
@@ -29,7 +39,9 @@ def record(
         "--out", help="The footprint file to write (gzip when it ends in .gz).",
         show_default=False)],
     engine: EngineOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    quiet: QuietOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Run COMMAND under coverage.py, in every Python process it starts, and write which units
@@ -39,6 +51,7 @@ def record(
     it; every other process counts as `steps`. Exit 0 when written; 2, writing nothing, when a
     process left no data, COMMAND failed, nothing hashed ran, or another copy of the engine ran.
     """
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -48,7 +61,7 @@ def record(
         report = record_footprint(ws, command, out.absolute())
         if json:
             print_json(report.to_json())
-        else:
+        elif not quiet:
             for line in report.lines():
                 typer.echo(line)
         return 0
@@ -64,7 +77,9 @@ def diff(
         "--rev", help="Compare with the engine at this git revision, from git objects "
         "(default: the work tree).", show_default=False)] = None,
     engine: EngineOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    quiet: QuietOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Compare a footprint with the engine, unit by unit, and print the verdict: untouched
@@ -72,6 +87,7 @@ def diff(
 
     Exit 0 for untouched, 1 for startup or steps, 2 on bad input.
     """
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -85,7 +101,7 @@ def diff(
         regions = region_verdicts(fp, report)
         if json:
             print_json({**report.to_json(), "regions": regions})
-        else:
+        elif not (quiet and report.verdict == "untouched"):
             lines = report.lines()
             if regions:
                 lines.insert(1, "regions: " + ", ".join(f"{name} {verdict}"

@@ -12,11 +12,14 @@ from lawkit.cli.app import (
     CacheOption,
     ConfigOption,
     EngineOption,
+    FormatOption,
     JsonOption,
     LawsOption,
+    QuietOption,
     app,
     print_json,
     run,
+    wants_json,
 )
 
 
@@ -46,7 +49,9 @@ def rekey(
         "--require", metavar="untouched", help="Refuse (exit 2, nothing written) unless every "
         "file re-keyed has the footprint verdict untouched: only engine code its capture runs "
         "never ran changed.", show_default=False)] = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    quiet: QuietOption = False,
     cache: CacheOption = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
@@ -60,6 +65,7 @@ def rekey(
     Exit 0 when done (or nothing to do), 1 when a file already at the target has a problem
     check reports (a body edited by hand), 2 on a refusal: then nothing at all was written.
     """
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -75,8 +81,9 @@ def rekey(
             print_json(report.to_json())
         elif dry_run:
             sys.stdout.write(report.diff)
-            typer.echo("\n".join(report.lines()), err=True)
-        else:
+            if not (quiet and report.exit_code == 0):
+                typer.echo("\n".join(report.lines()), err=True)
+        elif not (quiet and report.exit_code == 0):
             typer.echo("\n".join(report.lines()))
         return report.exit_code
 

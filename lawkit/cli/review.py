@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, EngineOption, LawsOption, app, print_json, run
+from lawkit.cli.app import (
+    ConfigOption,
+    EngineOption,
+    JsonOption,
+    LawsOption,
+    QuietOption,
+    app,
+    print_json,
+    report_format,
+    run,
+)
 
 
 class ReviewFormat(StrEnum):
@@ -30,9 +40,11 @@ def review(
         "--merge-with", help="Also digest the merge of the head with this revision (git 2.38+, "
         "no checkout): a finding if the laws go stale on merge or the merge conflicts.",
         show_default=False)] = None,
-    format: Annotated[ReviewFormat, typer.Option(
-        "--format", help="text, json (one document), github (workflow annotations) or "
-        "markdown (a comment body).")] = ReviewFormat.text,
+    format: Annotated[ReviewFormat | None, typer.Option(
+        "--format", help="text (the default), json (one document, the same as --json), github "
+        "(workflow annotations) or markdown (a comment body).", show_default=False)] = None,
+    json: JsonOption = False,
+    quiet: QuietOption = False,
     require: Annotated[str | None, typer.Option(
         "--require", metavar="untouched", help="A finding (exit 1) for every law file at head "
         "whose footprint verdict is not untouched (no footprint: unknown, a finding too).",
@@ -53,6 +65,7 @@ def review(
     leaves the laws stale); 2 on bad input (a revision that does not resolve, laws or engine
     outside the repository, git too old for --merge-with).
     """
+    format = report_format(format, json, ReviewFormat.text)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -61,6 +74,8 @@ def review(
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         report = review_change(ws, base, head, merge_with, require)
+        if quiet and report.exit_code == 0 and format is not ReviewFormat.json:
+            return 0
         if format is ReviewFormat.json:
             print_json(report.to_json())
         elif format is ReviewFormat.github:

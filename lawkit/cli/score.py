@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, JsonOption, app, fraction, print_json, run
+from lawkit.cli.app import (
+    ConfigOption,
+    FormatOption,
+    JsonOption,
+    QuietOption,
+    app,
+    fraction,
+    print_json,
+    run,
+    wants_json,
+)
 
 
 @app.command()
@@ -28,8 +38,8 @@ def score(
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw each law's measured vs predicted values and residuals to this "
         "PNG file (needs the 'plot' extra).", show_default=False)] = None,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="No progress bar and no notes on stderr.")] = False,
+    quiet: QuietOption = False,
+    format: FormatOption = None,
     json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -38,6 +48,7 @@ def score(
     Exit 0 when every scored law is within --max-mape, 1 when one is not (each named on its own
     line), 2 on bad input or when no law matches any capture row.
     """
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace
@@ -56,7 +67,7 @@ def score(
                     typer.echo(f"lawkit: wrote {path}", err=True)
         if json:
             print_json(report.to_json())
-        else:
+        elif not (quiet and report.exit_code == 0):
             typer.echo("\n".join(report.lines()))
         return report.exit_code
 

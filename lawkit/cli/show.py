@@ -7,16 +7,18 @@ from typing import Annotated
 
 import typer
 
-from lawkit.cli.app import ConfigOption, JsonOption, app, print_json, run
+from lawkit.cli.app import ConfigOption, FormatOption, JsonOption, app, print_json, run, wants_json
 
 
 @app.command()
 def show(
     law: Annotated[Path, typer.Argument(help="The law file to show.", show_default=False)],
+    format: FormatOption = None,
     json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Validate a law file and print it (its data as JSON with --json)."""
+    json = wants_json(json, format)
 
     def body() -> int:
         from lawkit.config import load_workspace

@@ -143,9 +143,10 @@ def connect(address: str) -> Iterator[Any]:
             # 128 KiB, so that every block temporary of the residual pass is mmapped and
             # faulted in afresh: the pass ran twice as slow as in a plain process (measured).
             # A nanny sets the workers' variables (OMP_NUM_THREADS=1, ...) in the environment
-            # of the process that starts them, this one: put it back on the way out.
+            # of the process that starts them, this one: put it back on the way out (and the
+            # __DASK_PARENT_PID a nanny's start sets there, for its children's process titles).
             stack.callback(_restore_environ, dict(os.environ),
-                           [*dask.config.get(PRE_SPAWN), "PYTHONHASHSEED"])
+                           [*dask.config.get(PRE_SPAWN), "PYTHONHASHSEED", "__DASK_PARENT_PID"])
             with dask.config.set({f"{PRE_SPAWN}.MALLOC_TRIM_THRESHOLD_": None}):
                 cluster = stack.enter_context(distributed.LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",

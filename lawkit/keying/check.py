@@ -2,22 +2,25 @@
 
 A problem is one line a person can act on: the file and line, what is wrong, and what fixes it
 (DESIGN.md sections 5 and 6). The report's last line is the command that fixes what a command
-can fix: `lawkit rekey --adopt` for laws written before lawkit, `lawkit rekey` for stale keys.
+can fix: `lawkit rekey --adopt` for laws written before lawkit, `lawkit rekey` for stale keys
+(or, where the engine change moves host time, the refit `lawkit fit`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace
-from lawkit.errors import ConfigError, LawFileError
+from lawkit.errors import ConfigError, LawFileError, LawkitError, RefusalError
 from lawkit.fsio import TEMP_PREFIX
 from lawkit.keying.annotations import annotation
 from lawkit.keying.digest import current_digest
+from lawkit.lawfiles.fixes import ADOPT_FIX, REKEY_FIX, refit_fix, stale_fix, stale_message
 from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
 
@@ -28,8 +31,6 @@ if TYPE_CHECKING:
 SYMLINKED_FOLDER = ("a symlinked folder: lawkit never follows a symlink below the laws folder "
                     "(its law files would be checked and rekeyed outside it); move the files "
                     "into the laws folder, or point --laws at the folder itself")
-REKEY_FIX = 'lawkit rekey --why "..."'
-ADOPT_FIX = 'lawkit rekey --adopt --why "..."'
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,16 @@ class CheckReport:
 
     def fix_line(self) -> str | None:
         """The last line: the commands that fix what a command can fix, in the order to run
-        them (a refit before an adoption before a rekey), or None where no command does (a
+        them (a refit before an adoption before a rekey, the rekey with the refit that takes
+        its place where the engine change moves host time), or None where no command does (a
         problem's own line says what to do: issue 14 item 17)."""
         refits = [p.fix for p in self.problems if p.fix not in (None, ADOPT_FIX, REKEY_FIX)]
-        commands = [*dict.fromkeys(refits), *(c for c in (ADOPT_FIX, REKEY_FIX)
-                                              if any(p.fix == c for p in self.problems))]
+        stale = list(dict.fromkeys(p.path for p in self.problems if p.fix == REKEY_FIX))
+        commands = [*dict.fromkeys(refits)]
+        if any(p.fix == ADOPT_FIX for p in self.problems):
+            commands.append(ADOPT_FIX)
+        if stale:
+            commands.append(stale_fix(stale))
         return f"fix: {' && '.join(c for c in commands if c)}" if commands else None
 
     def text_lines(self) -> list[str]:
@@ -131,22 +137,24 @@ class FileFacts:
         """The file's problems with the engine at `digest`: stale first, then the others."""
         if self.named is None or self.named == digest:
             return list(self.problems)
-        stale = Problem(shown, self.key_line, "stale",
-                        f"names {self.named}, the engine is at {digest}", REKEY_FIX)
+        stale = Problem(shown, self.key_line, "stale", stale_message(self.named, digest),
+                        REKEY_FIX)
         return [stale, *self.problems]
 
 
-def check_workspace(ws: Workspace, *, cache: CheckCache | None = None) -> CheckReport:
-    """Check every law file of the workspace against the current digest.
+def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
+                    paths: Sequence[Path] | None = None) -> CheckReport:
+    """Check every law file of the workspace (or those `paths` name: see `named_law_files`)
+    against the current digest; labels are compared among the files checked.
 
     With a `cache`, files whose facts it holds (same path, key name and bytes) are not parsed
     again, and the facts of the others are added to it.
     """
-    paths = law_files(ws.laws, ws)
+    files = [str(p) for p in named_law_files(ws, paths)] if paths else law_files(ws.laws, ws)
     digest = current_digest(ws)
     key = ws.digest.key
-    shown = [ws.rel(p) for p in paths]
-    read = [read_law_file(path, name, key, cache) for path, name in zip(paths, shown,
+    shown = [ws.rel(p) for p in files]
+    read = [read_law_file(path, name, key, cache) for path, name in zip(files, shown,
                                                                          strict=True)]
     facts = [_invalid(raw, name) if isinstance(raw, LawFileError) else known
              for name, (raw, _entry, known) in zip(shown, read, strict=True)]
@@ -258,6 +266,36 @@ def law_files(folder: Path, ws: Workspace | None = None, *, empty_ok: bool = Fal
     return [path for _parts, path in sorted(found)]
 
 
+def named_law_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
+    """The law files `paths` name (files, or folders: every law file below), each once, in the
+    order given: what `check PATH...` and `rekey PATH...` work on. A path outside the laws
+    folder, through a symlinked folder below it, missing, or whose name is not a law file's
+    is a LawkitError naming it (exit 2): a file check would never read is not checked."""
+    laws = Path(os.path.abspath(ws.laws))
+    out: dict[Path, None] = {}
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        if path != laws and laws not in path.parents:
+            point = "name files below it, or point [tool.lawkit] laws (or --laws) at theirs"
+            raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: lawkit checks "
+                              f"and rekeys the workspace's law files; {ws.advice(point)}")
+        # A symlinked folder on the way would take a rekey's write outside the laws folder.
+        for folder in [p for p in path.parents if laws in p.parents] + \
+                ([path] if path != laws and path.is_dir() else []):
+            if folder.is_symlink():
+                raise RefusalError(f"{given}: {ws.rel(folder)} is {SYMLINKED_FOLDER}")
+        if path.is_dir():
+            out.update(dict.fromkeys(law_paths(path, ws)))
+        elif not (path.is_file() or path.is_symlink()):
+            raise LawkitError(f"{given}: no such law file")
+        elif not is_law_file_name(path.name):
+            raise LawkitError(f"{given}: not a law file: a law file's name ends in .yaml or "
+                              ".yml (check never reads any other)")
+        else:
+            out[path] = None
+    return list(out)
+
+
 def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
     """Whether the provenance explains the key and vouches for the laws' body (DESIGN.md §5)."""
     path, host = law_file.path, law_file.host
@@ -268,7 +306,7 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
                         f"no provenance explains the key {named}: laws written before lawkit; "
                         f"adopt them with {ADOPT_FIX}", ADOPT_FIX)]
     problems = []
-    refit = f"lawkit fit CAPTURE... --out {path}"
+    refit = refit_fix(path)
     newest = host.provenance[-1]
     newest_line = law_file.line("host", "provenance", len(host.provenance) - 1)
     if newest.names_digest != named:
@@ -286,7 +324,7 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
                 path, law_file.line("host", "laws"), "body-edited",
                 f"the laws differ from the body the {entry.kind} entry at line "
                 f"{law_file.line('host', 'provenance', i)} recorded: edited by hand after it; "
-                f"undo the edit, or refit: {refit}", refit))
+                f"undo the edit, refit ({refit}), or keep it: {ADOPT_FIX} {path}", refit))
         break
     return problems
 

@@ -55,7 +55,7 @@ removes it."""
 _TEMP_PREFIX, _TEMP_SUFFIX = ".check-", ".tmp"
 # what makes the facts: rekey writes those of the files it edits
 _CODE = ("keying/check.py", "keying/checkcache.py", "errors.py", "lawfiles/lawbytes.py",
-         "lawfiles/lawfile.py", "keying/rekey.py", "lawfiles/yamlsafe.py")
+         "lawfiles/lawfile.py", "keying/rekey.py", "lawfiles/yamlsafe.py", "lawfiles/fixes.py")
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
 

@@ -1,9 +1,10 @@
 """`lawkit rekey`: move laws to a new digest without a refit, one provenance line per file.
 
 Each law file whose key differs from the target gets exactly two text edits (see `textedit`):
-the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance gets
-one `adopt` entry and nothing else. Every edited text is re-parsed and compared with what the
-edit intends before anything is written; any refusal writes nothing at all (DESIGN.md §6).
+the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance, or
+whose laws were edited by hand, gets one `adopt` entry and nothing else. Every edited text is
+re-parsed and compared with what the edit intends before anything is written; any refusal
+writes nothing at all (DESIGN.md §6).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import dataclasses
 import datetime
 import difflib
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,12 +24,12 @@ from lawkit import fsio
 from lawkit.config import Workspace, require_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.check import (
-    SYMLINKED_FOLDER,
     FileFacts,
     Problem,
     identity_of,
     integrity_problems,
     law_paths,
+    named_law_files,
     read_law_file,
 )
 from lawkit.keying.digest import current_digest
@@ -200,7 +200,8 @@ def rekey(
 ) -> RekeyReport:
     """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
 
-    With `adopt`, append an `adopt` entry to each file that has no provenance instead. With
+    With `adopt`, append an `adopt` entry instead to each file that has no provenance or whose
+    laws were edited by hand since their newest fit or adoption. With
     `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not validated
     again, and what `check` will find in each file written goes into it. With `require`
     ("untouched"), a file re-keyed whose footprint verdict differs is a refusal.
@@ -216,7 +217,7 @@ def rekey(
     _check_require(require, adopt)
     target = None if adopt else \
         require_digest(to, "--to", length) if to is not None else current_digest(ws)
-    files = _named_files(ws, paths) if paths else law_paths(ws.laws, ws)
+    files = named_law_files(ws, paths) if paths else law_paths(ws.laws, ws)
     stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
     report = RekeyReport(key=key, to=target, adopt=adopt, dry_run=dry_run, require=require)
@@ -295,7 +296,8 @@ def rekeyed_bytes(raw: bytes, shown: str, *, key: str, to: str, at: str, why: st
 
 
 def adopted_bytes(raw: bytes, shown: str, *, key: str, at: str, why: str) -> bytes:
-    """A law file's bytes with one `adopt` entry appended (`raw` if it has provenance)."""
+    """A law file's bytes with one `adopt` entry appended (`raw` when its provenance already
+    explains its key and its laws)."""
     try:
         return _prepare_adopt(Path(shown), shown, raw, key, at, why, None).new
     except _Skipped:
@@ -336,10 +338,18 @@ def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, 
 
 def _prepare_adopt(path: Path, shown: str, raw: bytes, key: str, when: str, why: str,
                    from_: str | None) -> _Prepared:
+    """The file with one `adopt` entry vouching for its laws as they are: laws written before
+    lawkit, or laws edited by hand after their newest fit or adoption (issue 23); never a key
+    edited by hand, which a rekey or a refit explains."""
     law_file = lawfile.parse(raw, shown, key=key)
     named = law_file.host.key[key]
     if law_file.host.provenance:
-        raise _Skipped("already adopted (it has provenance)")
+        problems = integrity_problems(law_file, key)
+        if not problems:
+            raise _Skipped("nothing to adopt: its provenance explains its key and its laws")
+        if problems[0].kind == "unexplained":
+            raise RefusalError(f"{problems[0].message}; --adopt vouches for laws as they are, "
+                               "not for a key", path=shown, line=problems[0].line)
     if from_ is not None and named != from_:
         raise _Skipped(f"names {named}, not --from {from_}")
     fields = {"digest": named, "at": when, "why": why, "body": law_file.body_hash()}
@@ -439,30 +449,6 @@ def _diff(prepared: list[_Prepared]) -> str:
 def _diff_lines(raw: bytes) -> list[str]:
     text = raw.decode("utf-8").removeprefix("\ufeff")
     return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
-
-
-def _named_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
-    laws = Path(os.path.abspath(ws.laws))
-    out: dict[Path, None] = {}
-    for given in paths:
-        path = Path(os.path.abspath(given))
-        if path != laws and laws not in path.parents:
-            raise LawkitError(f"{given}: not in the laws folder {ws.rel(laws)}: rekey edits the "
-                              "workspace's law files; "
-                              f"{ws.advice('see [tool.lawkit] laws, or --laws')}")
-        # A symlinked folder on the way would take the write outside the laws folder.
-        for folder in [p for p in path.parents if laws in p.parents] + \
-                ([path] if path != laws and path.is_dir() else []):
-            if folder.is_symlink():
-                raise RefusalError(f"{given}: {ws.rel(folder)} is {SYMLINKED_FOLDER}; nothing "
-                                   "was written")
-        if path.is_dir():
-            out.update(dict.fromkeys(law_paths(path, ws)))
-        elif path.is_file() or path.is_symlink():
-            out[path] = None
-        else:
-            raise LawkitError(f"{given}: no such law file")
-    return list(out)
 
 
 def _refusal(refusals: list[_Refused]) -> RefusalError:

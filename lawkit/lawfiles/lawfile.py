@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -23,6 +25,7 @@ from pydantic import (
 
 from lawkit.errors import LawFileError
 from lawkit.lawfiles import yamlsafe
+from lawkit.lawfiles.fixes import stale_fix, stale_message
 from lawkit.lawfiles.lawbytes import check_size, read_bytes
 from lawkit.lawfiles.terms import INTERCEPT, TermError, canonical_term, needs_quoting, parse_term
 
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
     from lawkit.config import Workspace
 
 SCHEMA = "lawkit/1"
-REKEY_FIX = 'lawkit rekey --why "..."'
 Scalar = str | bool | int | float
 _NUMBER_12 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
 
@@ -375,14 +377,9 @@ def load(path: str | Path, *, key: str | None = None, require: Literal["current"
     law_file = parse(read_bytes(path, shown), shown, key=name)
     named, digest = law_file.host.key[name], current_digest(ws)
     if named != digest:
-        raise LawFileError(f"stale: {stale_message(named, digest)}; fix: {REKEY_FIX}",
+        raise LawFileError(f"stale: {stale_message(named, digest)}; fix: {stale_fix([shown])}",
                            path=shown, line=law_file.line("host", "key", name))
     return law_file
-
-
-def stale_message(named: str, digest: str) -> str:
-    """What `check` says of a file on another digest than the engine's."""
-    return f"names {named}, the engine is at {digest}"
 
 
 def current_digest(ws: Workspace) -> str:
@@ -447,7 +444,8 @@ def _require_quoted_digests(document: yamlsafe.Document, shown: str, key: str) -
         if node is None:
             if path[-1] == key and len(path) == 3:
                 raise LawFileError(f"host.key.{key}: missing: the digest the laws price goes "
-                                   "here", path=shown, line=document.line(path))
+                                   f"here{_other_key(host['key'], key)}", path=shown,
+                                   line=document.line(path))
             continue
         if not isinstance(node, yaml.ScalarNode):
             what = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
@@ -493,6 +491,18 @@ def _require_quoted_terms(document: yamlsafe.Document, text: str, shown: str) ->
                                    f"write \"{fixed}\"", path=shown, line=line)
 
 
+def _other_key(keys: dict[Any, Any], key: str) -> str:
+    """What `host.key` holds instead of the workspace's key field, when it holds one: a file
+    keyed by `atom` in a workspace whose `[tool.lawkit.digest] key` is `engine`."""
+    others = [str(k) for k in keys if k != key]
+    if not others:
+        return ""
+    likely = (difflib.get_close_matches(key, others, n=1) or others)[0]
+    return (f"; it holds {likely} instead, but this workspace's digest key is {key} "
+            f"([tool.lawkit.digest] key): rename {likely} to {key}, or key the workspace by "
+            f"{likely}")
+
+
 def _plain_kind(node: yaml.Node) -> str:
     if isinstance(node, yaml.ScalarNode) and _NUMBER_12.match(node.value):
         return "a float" if any(c in node.value for c in ".eE") else "an integer"
@@ -513,9 +523,23 @@ def _explain(exc: ValidationError, document: yamlsafe.Document, shown: str) -> L
     where = _dotted(loc) if loc else "the file"
     kind = error["type"]
     if kind == "missing":
-        message = f"{where}: missing: add it (see docs/law-files.md)"
+        found = error.get("input")
+        known = _known_keys(loc[:-1])
+        unknown = [k for k in found if isinstance(k, str) and k not in known] \
+            if isinstance(found, dict) else []
+        likely = difflib.get_close_matches(str(loc[-1]), unknown, n=1)
+        if likely:  # `targt:` for `target:`: the line to fix is the misspelt key's
+            message = (f"{_dotted((*loc[:-1], likely[0]))}: unknown key, and {where} is "
+                       f"missing: rename {likely[0]} to {loc[-1]}")
+            loc = (*loc[:-1], likely[0])
+        else:
+            message = (f"{where}: missing: add it (lawkit schema prints every key a law file "
+                       "holds)")
     elif kind == "extra_forbidden":
-        message = f"{where}: unknown key: remove it or check its spelling"
+        keys = sorted(_known_keys(loc[:-1]))
+        likely = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+        hint = f"did you mean {likely[0]}?" if likely else "remove it or check its spelling"
+        message = f"{where}: unknown key: {hint} (known: {', '.join(keys)})"
     elif kind == "value_error":
         message = f"{where}: {error['msg'].removeprefix('Value error, ')}"
     else:
@@ -523,6 +547,28 @@ def _explain(exc: ValidationError, document: yamlsafe.Document, shown: str) -> L
         message = (f"{where}: {error['msg'].replace('Input should be', 'expected')}, got "
                    f"{_clipped(got)} ({type(got).__name__})")
     return LawFileError(message, path=shown, line=document.line(loc))
+
+
+def _known_keys(loc: tuple[Any, ...]) -> set[str]:
+    """The keys the model at `loc` (a mapping of the file: `host`, `host.laws[0]`) takes, as
+    the file spells them; empty where `loc` is not a model's (`terms`, `where`)."""
+    model: Any = LawFile
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = next((f for name, f in model.model_fields.items()
+                      if (f.alias or name) == part), None)
+        model = _model_in(field.annotation) if field is not None else None
+        if model is None:
+            return set()
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds: itself, or inside `list[...]` or `... | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for arg in typing.get_args(annotation) if (m := _model_in(arg))), None)
 
 
 def _clipped(value: Any) -> str:
