@@ -759,9 +759,10 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     # capture file, a partial fit each, merged.
     import pandas as pd
 
-    from lawkit.fitting import solve
+    from lawkit.fitting import runner, solve
     from lawkit.fitting.captures import ColumnSpec, chunk_from_columns
-    from lawkit.fitting.fit import LawSpec, law_design, law_rows
+    from lawkit.fitting.request import LawSpec
+    from lawkit.fitting.rows import law_design, law_rows
 
     frame = pd.read_csv(DATA)
     law = LawSpec(name="s", target="schedule_median", terms=("1", "batch_size"),
@@ -780,8 +781,8 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
         merged = solve.merge(merged, state)
     assert merged.n == 11
     clean = frame[(frame.model_name == "Qwen/Qwen-72B") & (frame.batch_size <= 96)]
-    one = solve.fit(np.column_stack([np.ones(len(clean)), clean.batch_size]),
-                    clean.schedule_median.to_numpy(), law.terms)
+    one = runner.fit_arrays(np.column_stack([np.ones(len(clean)), clean.batch_size]),
+                            clean.schedule_median.to_numpy(), law.terms)
     np.testing.assert_allclose(solve.solve_partial(merged), one.coef, rtol=1e-12)
     bad = frame.iloc[:5].copy()
     bad.loc[bad.index[3], "schedule_median"] = float("inf")

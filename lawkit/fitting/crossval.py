@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lawkit.errors import FitError
+from lawkit.fitting.rows import Split, row_uniform
 
 if TYPE_CHECKING:
     from lawkit.fitting import captures
-    from lawkit.fitting.fit import BoolArray, FitRequest, LawSpec, Runner
-
-from lawkit.fitting.fit import Split, row_uniform
+    from lawkit.fitting.request import FitRequest, LawSpec, Runner
+    from lawkit.fitting.rows import BoolArray
 
 
 @dataclass(frozen=True)

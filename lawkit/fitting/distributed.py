@@ -9,7 +9,7 @@ Tasks. Each capture file is one task; a Parquet file of more than `ROWS_PER_TASK
 several row groups is one task per run of row groups of about that many rows (`Part`). CSV,
 JSON Lines and gzip-compressed files are one task each: they cannot be cut without reading them
 whole. A task gets the path, never the data: workers read the files themselves (in chunks of
-`fit.STREAM_ROWS` rows, so a worker's memory does not grow with the file), which is why they
+`source.STREAM_ROWS` rows, so a worker's memory does not grow with the file), which is why they
 need lawkit installed and read access to the capture paths as the client names them.
 
 Passes (each one reads every task's rows once and returns one small state per task); besides
@@ -66,19 +66,12 @@ import numpy as np
 
 from lawkit.errors import CaptureError, FitError, LawkitError
 from lawkit.fitting import captures, methods, solve
-from lawkit.fitting.fit import (
-    STREAM_ROWS,
-    FitRequest,
-    FittedLaw,
-    LawSpec,
-    RowsSeen,
-    Scan,
-    Split,
-    law_design,
-    law_entry,
-    law_rows,
-    scan_columns,
-)
+from lawkit.fitting.report import FittedLaw
+from lawkit.fitting.request import FitRequest, LawSpec
+from lawkit.fitting.rows import RowsSeen, Split, law_design, law_rows
+from lawkit.fitting.scan import Scan, scan_columns
+from lawkit.fitting.source import STREAM_ROWS
+from lawkit.fitting.stats import law_entry
 
 Array = solve.Array
 

@@ -1,0 +1,241 @@
+"""The spill: a streamed fit's capture columns, parsed once, in a binary file every later pass
+reads instead of the text (issue 24).
+
+The first pass (the scan) parses the captures and appends each chunk to the spill: number
+columns as float64 (NaN where a value was not a number, as the chunk holds them), label and
+digest columns of text as int32 codes into a dictionary kept in this process, other label
+columns in their own numeric dtype. Every later pass reads the spill back block by block (a
+block is a chunk as the scan read it, so the rows of every pass are cut where the text's
+were) into one reused buffer with `readinto`: an mmap's touched pages would count as the
+process's resident memory, a read into one buffer holds one block.
+
+The file lives in the system temp folder (`tempfile.gettempdir()`, TMPDIR), never beside the
+laws, named `lawkit-spill-<pid>-*.bin`; it is removed when the fit ends, on error too, and a
+spill left by a killed fit (its process gone) is removed by the next fit's start. A disk that
+fills while spilling is a FitError naming the folder and TMPDIR.
+
+A spilled chunk's arrays are views of the buffer: valid until the next block is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lawkit.errors import CaptureError, FitError
+from lawkit.fitting import captures
+
+PREFIX = "lawkit-spill-"
+_CODES = np.dtype(np.int32)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """Where one column of a block lies in the block: its dtype, and whether it is coded."""
+
+    name: str
+    dtype: str
+    offset: int
+    coded: bool
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One chunk as the scan read it: which rows of which file, and where its bytes are."""
+
+    file_index: int
+    start: int
+    size: int
+    digest: str | None
+    offset: int
+    nbytes: int
+    columns: tuple[_Column, ...]
+
+
+@dataclass
+class SpilledChunk(captures.Chunk):
+    """A chunk read back from the spill. Its error for an invalid value re-reads those rows of
+    the capture, so that the message quotes the value as the file holds it ("'abc' is not a
+    number"), as the text pass would have."""
+
+    chunk_rows: int = 0
+
+    def error(self, column: str, row: int) -> CaptureError:
+        for chunk in captures.read_chunks(self.capture, self.spec, chunk_rows=self.chunk_rows,
+                                          file_index=self.file_index):
+            if chunk.start == self.start:
+                return chunk.error(column, row)
+        return super().error(column, row)
+
+
+@dataclass
+class Spill:
+    """A spill file being written (`write`) and then read (`chunks`); `remove` deletes it."""
+
+    path: Path
+    found: list[captures.Capture]
+    spec: captures.ColumnSpec
+    chunk_rows: int
+    _file: io.BufferedRandom | None = None
+    _blocks: list[_Block] = field(default_factory=list)
+    _codes: dict[str, dict[Any, int]] = field(default_factory=dict)
+    _values: dict[str, list[Any]] = field(default_factory=dict)
+    _size: int = 0
+
+    @classmethod
+    def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
+               chunk_rows: int) -> Spill:
+        """A new, empty spill in the temp folder (stale spills of killed fits removed first)."""
+        folder = tempfile.gettempdir()
+        remove_stale(Path(folder))
+        try:
+            handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
+                                            dir=folder)
+        except OSError as exc:
+            raise _no_room(exc, folder, 0) from None
+        spill = cls(Path(name), found, spec, chunk_rows)
+        spill._file = open(handle, "w+b")  # noqa: SIM115 (closed by remove)
+        return spill
+
+    @property
+    def blocks(self) -> int:
+        """Blocks written so far."""
+        return len(self._blocks)
+
+    @property
+    def rows(self) -> int:
+        """Rows written so far."""
+        return sum(b.size for b in self._blocks)
+
+    def write(self, chunk: captures.Chunk) -> None:
+        """Append a chunk as one block."""
+        assert self._file is not None
+        columns = []
+        parts = []
+        at = 0
+        for name, values in chunk.columns.items():
+            data, coded = self._encode(name, values)
+            columns.append(_Column(name, data.dtype.str, at, coded))
+            parts.append(data)
+            at += data.nbytes
+        try:
+            for data in parts:
+                self._file.write(memoryview(data).cast("B"))
+        except OSError as exc:
+            raise _no_room(exc, str(self.path.parent), self._size) from None
+        self._blocks.append(_Block(chunk.file_index, chunk.start, chunk.size, chunk.digest,
+                                   self._size, at, tuple(columns)))
+        self._size += at
+
+    def _encode(self, name: str, values: Any) -> tuple[Any, bool]:
+        if values.dtype.kind != "O":
+            return np.ascontiguousarray(values), False
+        # Text (and anything else held as objects) as codes: a label column holds a handful
+        # of distinct values over millions of rows.
+        index = self._codes.setdefault(name, {})
+        known = self._values.setdefault(name, [])
+        before = len(index)
+        codes = np.fromiter((index.setdefault(_key(v), len(index)) for v in values.tolist()),
+                            dtype=_CODES, count=len(values))
+        if len(index) > before:
+            new = sorted((code, key) for key, code in index.items() if code >= before)
+            known.extend(_value(key) for _code, key in new)
+        return codes, True
+
+    def chunks(self) -> Iterator[SpilledChunk]:
+        """Every block in order, each read into the one buffer (a chunk's arrays are valid
+        until the next one is asked for)."""
+        assert self._file is not None
+        self._file.flush()
+        biggest = max((b.nbytes for b in self._blocks), default=0)
+        buffer = bytearray(biggest)
+        view = memoryview(buffer)
+        decoded = {name: np.array([*values, None], dtype=object)[:-1]
+                   for name, values in self._values.items()}
+        for block in self._blocks:
+            self._file.seek(block.offset)
+            got = self._file.readinto(view[:block.nbytes])
+            if got != block.nbytes:
+                raise FitError(f"the spill {self.path} was cut short ({got} of {block.nbytes} "
+                               "bytes of a block): was the temp folder cleaned during the fit?")
+            columns: dict[str, Any] = {}
+            for column in block.columns:
+                dtype = np.dtype(column.dtype)
+                values = np.frombuffer(buffer, dtype=dtype, count=block.size,
+                                       offset=column.offset)
+                columns[column.name] = decoded[column.name][values] if column.coded else values
+            yield SpilledChunk(capture=self.found[block.file_index],
+                               file_index=block.file_index, start=block.start, size=block.size,
+                               columns=columns, digest=block.digest, spec=self.spec,
+                               chunk_rows=self.chunk_rows)
+
+    def remove(self) -> None:
+        """Close and delete the file (nothing happens the second time)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def _key(value: Any) -> Any:
+    """A dictionary key that keeps the type: 1, 1.0 and True are one key to a dict."""
+    return value if type(value) is str else (type(value), value)
+
+
+def _value(key: Any) -> Any:
+    return key if type(key) is str else key[1]
+
+
+def remove_stale(folder: Path) -> list[Path]:
+    """Delete the spills in `folder` whose fit is gone (killed before it could remove its
+    own), this user's only; returns them."""
+    removed: list[Path] = []
+    try:
+        names = [p for p in folder.iterdir() if p.name.startswith(PREFIX)]
+    except OSError:
+        return removed
+    for path in names:
+        pid = path.name[len(PREFIX):].partition("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            if path.stat().st_uid != os.getuid():
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _no_room(exc: OSError, folder: str, written: int) -> FitError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"the disk filled after {written / 2**20:.0f} MiB"
+    else:
+        what = exc.strerror or str(exc)
+    return FitError(f"cannot spill the parsed captures to {folder} ({what}): a streamed fit "
+                    "keeps its columns there between passes (about 8 bytes a value); free "
+                    "space there, or set TMPDIR to a folder with room")
+
+
+__all__ = ["PREFIX", "Spill", "SpilledChunk", "remove_stale"]
