@@ -442,6 +442,8 @@ class DaskRunner:
         groups = client.gather([client.submit(row_groups, capture, key=self._key("plan", i))
                                 for i, capture in enumerate(self.found)])
         self.parts = plan_parts(self.found, groups, rows_per_task or ROWS_PER_TASK)
+        self.passes: dict[str, int] = {}
+        """Reads of every task's rows: `scan`, and `fit` for the passes of all laws together."""
 
     def _key(self, *name: object) -> str:
         return "-".join(["lawkit", *(str(n) for n in name), self.run])
@@ -457,6 +459,7 @@ class DaskRunner:
                    for k, part in enumerate(self.parts)]
         scan = _raise_failed(self._reduce(futures, "scan").result())
         assert isinstance(scan, Scan)
+        self.passes["scan"] = self.passes.get("scan", 0) + 1
         return scan.sort_groups()
 
     def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
@@ -485,6 +488,7 @@ class DaskRunner:
                 raise FitError(f"law {laws[first].name}{where}: {error.detail}") from None
             pending = following
             rounds += 1
+        self.passes["fit"] = self.passes.get("fit", 0) + rounds
         shown = [c.shown for c in self.found]
         out = []
         for i, law in enumerate(laws):

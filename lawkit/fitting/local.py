@@ -30,13 +30,25 @@ class LocalRunner:
                  request: FitRequest) -> None:
         self._hashes = start_hashing(found)
         self.source = Source(found, spec, chunk_rows_for(request, found, spec))
+        self.passes: dict[str, int] = {}
 
     def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
-        return scan_rows(self.source, specs, request)
+        before = self.source.passes
+        scan = scan_rows(self.source, specs, request)
+        self._count("scan", before)
+        return scan
 
     def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
             ) -> list[FittedLaw]:
-        return [fit_one(law, self.source, request, split) for law in laws]
+        out = []
+        for law in laws:
+            before = self.source.passes
+            out.append(fit_one(law, self.source, request, split))
+            self._count(law.name, before)
+        return out
+
+    def _count(self, name: str, before: int) -> None:
+        self.passes[name] = self.passes.get(name, 0) + self.source.passes - before
 
     def hashes(self) -> list[str]:
         return self._hashes()

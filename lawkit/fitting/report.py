@@ -48,6 +48,8 @@ class FitReport:
     rows each law dropped for its fitted columns are in its `fit.dropped`."""
     written: bool = False
     text: str = ""
+    passes: dict[str, int] = field(default_factory=dict)
+    """Reads of the rows: by the scan and per law (`Runner.passes`)."""
 
     def provenance(self, body: str) -> dict[str, Any]:
         """The `fit` provenance entry for a file whose laws hash to `body`."""
@@ -72,6 +74,7 @@ class FitReport:
                      for f in self.laws],
             "kept": self.kept,
             "dropped": self.dropped,
+            "passes": self.passes,
         }
 
     def lines(self) -> list[str]:

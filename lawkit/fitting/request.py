@@ -117,5 +117,10 @@ class Runner(Protocol):
     def hashes(self) -> list[str]:
         """The sha256 of every capture file, in order."""
 
+    @property
+    def passes(self) -> dict[str, int]:
+        """Reads of the rows so far: by the scan (`scan`) and per law (or, on a cluster, for
+        all laws together: `fit`)."""
+
 
 __all__ = ["CURRENT", "FitRequest", "LawSpec", "Runner"]

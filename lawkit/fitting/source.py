@@ -79,6 +79,8 @@ class Source:
         self.chunk_rows = chunk_rows
         self._cached: list[captures.Chunk] | None = None
         self._spill: Spill | None = None
+        self.passes = 0
+        """Passes over the rows so far (the first included)."""
 
     @property
     def streaming(self) -> bool:
@@ -91,6 +93,7 @@ class Source:
             yield from self.chunks()
             return
         assert self.chunk_rows is not None
+        self.passes += 1
         spill = Spill.create(self.found, self.spec, self.chunk_rows)
         try:
             for chunk in captures.read_captures(self.found, self.spec,
@@ -104,6 +107,7 @@ class Source:
 
     def chunks(self) -> Iterator[captures.Chunk]:
         """The rows, once more: from memory, the spill, or (before the first pass) the files."""
+        self.passes += 1
         if self.streaming:
             if self._spill is not None:
                 yield from self._spill.chunks()
