@@ -184,3 +184,37 @@ def test_a_disk_that_fills_while_spilling_is_a_clear_error_and_leaves_no_spill(
     assert "set TMPDIR to a folder with room" in message
     assert list(temp.iterdir()) == []
     assert not list((tmp_path / "laws").iterdir())
+
+
+def test_small_chunks_of_a_file_are_spilled_as_larger_blocks_with_the_same_fit_and_errors(
+        tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path)
+    for name in ("a", "b"):  # Parquet row groups of 50 rows: the reader's chunks
+        frame = pd.read_csv(tmp_path / "caps" / f"{name}.csv")
+        (tmp_path / "caps" / f"{name}.csv").unlink()
+        frame.to_parquet(tmp_path / "caps" / f"{name}.parquet", row_group_size=50)
+    blocks = []
+    flush = spill.Spill.flush
+
+    def counting(self: spill.Spill) -> None:
+        flush(self)
+        blocks.append(self.blocks)
+
+    monkeypatch.setattr(spill.Spill, "flush", counting)
+    spilled = fit_laws(_request(tmp_path, "huber", chunk_rows=230), ws)
+    assert max(blocks) == 8  # 750 rows a file: blocks of 200, 200, 200 and 150 rows
+    monkeypatch.setattr(source.Source, "first_pass", source.Source.chunks)
+    text = fit_laws(_request(tmp_path, "huber", chunk_rows=230), ws)
+    for name, coef in _coefficients(text).items():
+        np.testing.assert_allclose(_coefficients(spilled)[name], coef, rtol=1e-9, atol=0)
+    monkeypatch.undo()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    frame = pd.read_parquet(tmp_path / "caps" / "b.parquet")
+    frame.loc[frame.index[420], "host_s"] = np.nan  # row 421, in the third block of b
+    frame.to_parquet(tmp_path / "caps" / "b.parquet", row_group_size=50)
+    law = frame.iloc[420]
+    request = FitRequest(captures=[tmp_path / "caps"], out=tmp_path / "laws" / "h.yaml",
+                         formulas=["host_s ~ 1 + num_seqs"], chunk_rows=230,
+                         where=f"phase == {law.phase!r} and tp == {law.tp}")
+    with pytest.raises(CaptureError, match=r"^caps/b.parquet: column host_s, row 421: "):
+        fit_laws(request, ws)

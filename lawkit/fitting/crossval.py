@@ -92,14 +92,20 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
     out = {}
     for law, plan in zip(laws, plans, strict=True):
         if len(plan) < 2:
-            continue
+            assert isinstance(parsed, str)  # K folds are always K >= 2
+            held = f" ({plan[0].value!r})" if plan else ""
+            raise FitError(f"law {law.name}: --cv {parsed}: its rows hold one value of {parsed}"
+                           f"{held}: leaving it out leaves no rows to fit; cross-validate by "
+                           f"folds (--cv 5), or by a column with several values")
         n_total = used = failed = 0
         ape = worst = 0.0
+        first: str | None = None
         for fold in plan:
             try:
                 fitted = runner.fit([law], request, fold)[0]
-            except FitError:
+            except FitError as exc:
                 failed += 1
+                first = first or f"{_fold_name(fold)}: {exc.detail}"
                 continue
             hold = fitted.law["fit"].get("holdout", {})
             n = int(hold.get("n", 0))
@@ -109,6 +115,11 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             n_total += n
             ape += float(hold["mape"]) * n
             worst = max(worst, float(hold["mape"]))
+        if not used:
+            why = f" (the first: {first})" if first else ": none held out a row it could score"
+            raise FitError(f"--cv {request.cv}: every fold of law {law.name} failed{why}; with "
+                           "no fold scored there is no cross-validation to store: choose "
+                           "another --cv, or drop it")
         entry: dict[str, Any] = {**record, "folds": used}
         if n_total:
             entry["mape"] = ape / n_total
@@ -117,6 +128,13 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             entry["failed"] = failed
         out[law.name] = entry
     return out
+
+
+def _fold_name(fold: Fold) -> str:
+    """A fold as a message names it."""
+    if fold.column is not None:
+        return f"leaving out {fold.column} = {fold.value!r}"
+    return f"fold {fold.fold + 1} of {fold.folds}"
 
 
 def _k_folds(k: int, seed: int, nfiles: int) -> list[Fold]:

@@ -67,13 +67,19 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
     features = law.features
     search: Search | None = None
 
+    passes = 0
+
     def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
-        seen.dropped = 0
+        nonlocal passes
+        # Every pass reads the same rows: the first counts the drops and the domain.
+        first = not passes
+        passes += 1
         for chunk in source.chunks():
             rows, dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
                                      held=split.held(chunk) if split else None)
-            seen.dropped += dropped
-            seen.see(chunk, features, rows)
+            if first:
+                seen.dropped += dropped
+                seen.see(chunk, features, rows)
             if rows.any():
                 yield law_design(law, chunk, rows)
 

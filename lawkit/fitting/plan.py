@@ -22,6 +22,7 @@ from lawkit.fitting.crossval import cv_column, parse_cv
 from lawkit.fitting.formula import parse_formula
 from lawkit.fitting.methods import NAMES
 from lawkit.fitting.request import CURRENT, FitRequest, LawSpec
+from lawkit.keying.check import is_law_file_name
 from lawkit.lawfiles import lawfile
 from lawkit.lawfiles.where import And, Expr, format_literal, parse_where
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from lawkit.fitting.scan import Scan
 
 def check_request(request: FitRequest, ws: Workspace) -> None:
+    """Refuse, before any capture is read, what the fit could not honour."""
+    check_out(Path(request.out), ws)
     if request.method is not None and request.method not in NAMES:
         raise FitError(f"--method {request.method}: expected one of {', '.join(NAMES)}")
     if request.holdout is not None and not 0.0 < request.holdout < 1.0:
@@ -46,6 +49,9 @@ def check_request(request: FitRequest, ws: Workspace) -> None:
                            "laws are named after their target (and group values)")
         if not request.name.strip():
             raise FitError("--name: expected a non-empty name")
+        _check_text("--name", request.name)
+    for key, value in request.labels.items():
+        _check_text("--label", f"{key}={value}")
     if request.cv is not None:
         parse_cv(request.cv)
         if request.holdout is not None:
@@ -57,6 +63,33 @@ def check_request(request: FitRequest, ws: Workspace) -> None:
     if captured_on is not None and captured_on != CURRENT and \
             (problem := digest_problem(captured_on, ws.digest.length)) is not None:
         raise FitError(f"--captured-on {printable(repr(captured_on))}: {problem} (or 'current')")
+
+
+def check_out(out: Path, ws: Workspace) -> None:
+    """`--out` names a file `lawkit check` reads: `*.yaml` or `*.yml` below the laws folder."""
+    shown = ws.rel(out)
+    laws = ws.rel(ws.laws)
+    if not is_law_file_name(out.name):
+        raise FitError(f"--out {shown}: a law file is named *.yaml or *.yml, the only files "
+                       f"lawkit check reads: --out {ws.rel(out.with_suffix('.yaml'))}")
+    try:
+        out.resolve().relative_to(ws.laws.resolve())
+    except ValueError:
+        raise FitError(f"--out {shown}: outside the laws folder {laws}, the only place lawkit "
+                       f"check reads law files: write it below {laws}/, or point "
+                       "[tool.lawkit] laws at the folder it belongs in") from None
+
+
+def _check_text(flag: str, value: str) -> None:
+    """A value the law file stores is text: on POSIX an argument's byte that is not UTF-8
+    arrives as a lone surrogate, which no YAML file can hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = ord(value[exc.start]) - 0xDC00
+        hint = f"the byte 0x{byte:02x}" if 0x80 <= byte <= 0xFF else "a character"
+        raise FitError(f"{flag} {printable(repr(value))}: {hint} is not UTF-8 text; law "
+                       "files are UTF-8: give the name in UTF-8") from None
 
 
 def load_existing(out: Path, shown: str, ws: Workspace) -> lawfile.LawFile | None:

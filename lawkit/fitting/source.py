@@ -100,6 +100,7 @@ class Source:
                                                 chunk_rows=self.chunk_rows):
                 spill.write(chunk)
                 yield chunk
+            spill.flush()
         except BaseException:
             spill.remove()
             raise

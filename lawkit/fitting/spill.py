@@ -4,10 +4,13 @@ reads instead of the text (issue 24).
 The first pass (the scan) parses the captures and appends each chunk to the spill: number
 columns as float64 (NaN where a value was not a number, as the chunk holds them), label and
 digest columns of text as int32 codes into a dictionary kept in this process, other label
-columns in their own numeric dtype. Every later pass reads the spill back block by block (a
-block is a chunk as the scan read it, so the rows of every pass are cut where the text's
-were) into one reused buffer with `readinto`: an mmap's touched pages would count as the
-process's resident memory, a read into one buffer holds one block.
+columns in their own numeric dtype. Consecutive chunks of a file are written as one block of
+up to `chunk_rows` rows (a CSV reader's chunks are its 1 MiB text blocks, some 25,000 rows:
+a pass over blocks forty times larger pays its per-chunk costs forty times less), with a flag
+per column when every value of the block is valid, so that no pass checks it again. Every
+later pass reads the spill back block by block into one reused buffer with `readinto`: an
+mmap's touched pages would count as the process's resident memory, a read into one buffer
+holds one block.
 
 The file lives in the system temp folder (`tempfile.gettempdir()`, TMPDIR), never beside the
 laws, named `lawkit-spill-<pid>-*.bin`; it is removed when the fit ends, on error too, and a
@@ -40,12 +43,14 @@ _CODES = np.dtype(np.int32)
 
 @dataclass(frozen=True)
 class _Column:
-    """Where one column of a block lies in the block: its dtype, and whether it is coded."""
+    """Where one column of a block lies in the block: its dtype, whether it is coded, and
+    whether every value of the block is valid."""
 
     name: str
     dtype: str
     offset: int
     coded: bool
+    valid: bool
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,11 @@ class SpilledChunk(captures.Chunk):
     chunk_rows: int = 0
 
     def error(self, column: str, row: int) -> CaptureError:
+        at = self.start + row
         for chunk in captures.read_chunks(self.capture, self.spec, chunk_rows=self.chunk_rows,
                                           file_index=self.file_index):
-            if chunk.start == self.start:
-                return chunk.error(column, row)
+            if chunk.start <= at < chunk.start + chunk.size:
+                return chunk.error(column, at - chunk.start)
         return super().error(column, row)
 
 
@@ -90,6 +96,8 @@ class Spill:
     _codes: dict[str, dict[Any, int]] = field(default_factory=dict)
     _values: dict[str, list[Any]] = field(default_factory=dict)
     _size: int = 0
+    _pending: list[tuple[captures.Chunk, dict[str, tuple[Any, bool]]]] = field(
+        default_factory=list)
 
     @classmethod
     def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
@@ -117,26 +125,44 @@ class Spill:
         return sum(b.size for b in self._blocks)
 
     def write(self, chunk: captures.Chunk) -> None:
-        """Append a chunk as one block."""
+        """Append a chunk: to the pending block when it continues it, else a block of its own
+        (the pending one written first)."""
+        encoded = {name: self._encode(name, values) for name, values in chunk.columns.items()}
+        if self._pending:
+            last, before = self._pending[-1]
+            held = sum(c.size for c, _ in self._pending)
+            if (last.file_index != chunk.file_index or last.start + last.size != chunk.start
+                    or last.digest != chunk.digest or held + chunk.size > self.chunk_rows
+                    or [(n, v.dtype, c) for n, (v, c) in before.items()]
+                    != [(n, v.dtype, c) for n, (v, c) in encoded.items()]):
+                self.flush()
+        self._pending.append((chunk, encoded))
+
+    def flush(self) -> None:
+        """Write the pending chunks as one block."""
+        if not self._pending:
+            return
         assert self._file is not None
+        first = self._pending[0][0]
+        size = sum(c.size for c, _ in self._pending)
         columns = []
-        parts = []
         at = 0
-        for name, values in chunk.columns.items():
-            data, coded = self._encode(name, values)
-            columns.append(_Column(name, data.dtype.str, at, coded))
-            parts.append(data)
-            at += data.nbytes
         try:
-            for data in parts:
-                self._file.write(memoryview(data).cast("B"))
+            for name, (data, coded) in self._pending[0][1].items():
+                valid = all(bool(c.valid([name]).all()) for c, _ in self._pending)
+                columns.append(_Column(name, data.dtype.str, at, coded, valid))
+                for _chunk, encoded in self._pending:
+                    self._file.write(memoryview(encoded[name][0]).cast("B"))
+                    at += encoded[name][0].nbytes
         except OSError as exc:
-            raise _no_room(exc, str(self.path.parent), self._size) from None
-        self._blocks.append(_Block(chunk.file_index, chunk.start, chunk.size, chunk.digest,
+            raise _no_room(exc, str(self.path.parent), self._size + at) from None
+        self._blocks.append(_Block(first.file_index, first.start, size, first.digest,
                                    self._size, at, tuple(columns)))
         self._size += at
+        self._pending.clear()
 
     def _encode(self, name: str, values: Any) -> tuple[Any, bool]:
+        """(the column's bytes as an array, whether they are codes)."""
         if values.dtype.kind != "O":
             return np.ascontiguousarray(values), False
         # Text (and anything else held as objects) as codes: a label column holds a handful
@@ -155,6 +181,7 @@ class Spill:
         """Every block in order, each read into the one buffer (a chunk's arrays are valid
         until the next one is asked for)."""
         assert self._file is not None
+        self.flush()
         self._file.flush()
         biggest = max((b.nbytes for b in self._blocks), default=0)
         buffer = bytearray(biggest)
@@ -168,6 +195,7 @@ class Spill:
                 raise FitError(f"the spill {self.path} was cut short ({got} of {block.nbytes} "
                                "bytes of a block): was the temp folder cleaned during the fit?")
             columns: dict[str, Any] = {}
+            everywhere = np.ones(block.size, dtype=bool)
             for column in block.columns:
                 dtype = np.dtype(column.dtype)
                 values = np.frombuffer(buffer, dtype=dtype, count=block.size,
@@ -176,6 +204,7 @@ class Spill:
             yield SpilledChunk(capture=self.found[block.file_index],
                                file_index=block.file_index, start=block.start, size=block.size,
                                columns=columns, digest=block.digest, spec=self.spec,
+                               _valid={c.name: everywhere for c in block.columns if c.valid},
                                chunk_rows=self.chunk_rows)
 
     def remove(self) -> None:
