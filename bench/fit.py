@@ -132,7 +132,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
 def commands(folder: Path, capture: Path) -> dict[str, list[str]]:
     return {
         "lawkit": [LAWKIT, "fit", str(capture), "--formula", FORMULA, "--out",
-                   str(folder / "bench.yaml"), "--json"],
+                   str(folder / "laws" / "bench.yaml"), "--json"],
         "statsmodels": [PYTHON, "-c", STATSMODELS, str(capture)],
         "bare": [PYTHON, "-c", BARE, str(capture)],
     }
@@ -162,6 +162,7 @@ def main() -> None:
         folder = args.keep or Path(temp)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lawkit.toml").write_text("")  # a workspace of its own
+        (folder / "laws").mkdir(exist_ok=True)  # fit writes law files only below it
         sizes = [int(v) for v in args.memory.split(",") if v.strip()]
         if sizes:
             memory(folder, sizes, [m for m in args.methods.split(",") if m])
@@ -229,7 +230,8 @@ def memory(folder: Path, sizes: list[int], methods: list[str]) -> None:
             make_captures(capture, rows, seed=3)
         for method in methods:
             argv = [LAWKIT, "fit", str(capture), "--formula", FORMULA, "--method", method,
-                    "--out", str(folder / f"mem-{method}.yaml"), "--captured-on", DIGEST, "--json"]
+                    "--out", str(folder / "laws" / f"mem-{method}.yaml"), "--captured-on", DIGEST,
+                    "--json"]
             seconds, rss, out = run(argv, folder)
             peaks.setdefault(method, []).append(rss)
             times.setdefault(method, []).append(seconds)

@@ -29,6 +29,7 @@ from lawkit.fitting.breakpoints import auto_factors
 from lawkit.fitting.local import LocalRunner
 from lawkit.fitting.plan import (
     check_names,
+    check_out,
     check_request,
     column_spec,
     expand,
@@ -44,15 +45,18 @@ from lawkit.lawfiles import lawfile
 
 def run_fit(request: FitRequest, ws: Workspace) -> FitReport:
     """Fit the laws and write the file; nothing is written when anything fails."""
+    check_out(Path(request.out), ws)  # before the fit: a file check would not read is refused
     report = fit_laws(request, ws)
     write_fit(report, ws)
     return report
 
 
 def write_fit(report: FitReport, ws: Workspace) -> None:
-    """Write (or merge into) the law file atomically, under the laws' lock."""
+    """Write (or merge into) the law file atomically, under the laws' lock: `*.yaml` or
+    `*.yml` below the laws folder, where `lawkit check` reads law files."""
     from lawkit.fitting import lawmerge
 
+    check_out(report.out, ws)
     lawmerge.write(report, ws)
 
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 def check_request(request: FitRequest, ws: Workspace) -> None:
     """Refuse, before any capture is read, what the fit could not honour."""
-    check_out(Path(request.out), ws)
     if request.method is not None and request.method not in NAMES:
         raise FitError(f"--method {request.method}: expected one of {', '.join(NAMES)}")
     if request.holdout is not None and not 0.0 < request.holdout < 1.0:

@@ -5,8 +5,9 @@ The first pass (the scan) parses the captures and appends each chunk to the spil
 columns as float64 (NaN where a value was not a number, as the chunk holds them), label and
 digest columns of text as int32 codes into a dictionary kept in this process, other label
 columns in their own numeric dtype. Consecutive chunks of a file are written as one block of
-up to `chunk_rows` rows (a CSV reader's chunks are its 1 MiB text blocks, some 25,000 rows:
-a pass over blocks forty times larger pays its per-chunk costs forty times less), with a flag
+up to `BLOCK_ROWS` rows (a CSV reader's chunks are its 1 MiB text blocks, some 25,000 rows:
+a pass over blocks ten times larger pays its per-chunk costs ten times less, and a pass's
+temporaries, a few design-sized arrays per block, stay near 10 MiB each), with a flag
 per column when every value of the block is valid, so that no pass checks it again. Every
 later pass reads the spill back block by block into one reused buffer with `readinto`: an
 mmap's touched pages would count as the process's resident memory, a read into one buffer
@@ -38,6 +39,8 @@ from lawkit.errors import CaptureError, FitError
 from lawkit.fitting import captures
 
 PREFIX = "lawkit-spill-"
+BLOCK_ROWS = 1 << 18
+"""At most this many rows a block (fewer when the fit's chunks are smaller)."""
 _CODES = np.dtype(np.int32)
 
 
@@ -132,7 +135,8 @@ class Spill:
             last, before = self._pending[-1]
             held = sum(c.size for c, _ in self._pending)
             if (last.file_index != chunk.file_index or last.start + last.size != chunk.start
-                    or last.digest != chunk.digest or held + chunk.size > self.chunk_rows
+                    or last.digest != chunk.digest
+                    or held + chunk.size > min(self.chunk_rows, BLOCK_ROWS)
                     or [(n, v.dtype, c) for n, (v, c) in before.items()]
                     != [(n, v.dtype, c) for n, (v, c) in encoded.items()]):
                 self.flush()
@@ -267,4 +271,4 @@ def _no_room(exc: OSError, folder: str, written: int) -> FitError:
                     "space there, or set TMPDIR to a folder with room")
 
 
-__all__ = ["PREFIX", "Spill", "SpilledChunk", "remove_stale"]
+__all__ = ["BLOCK_ROWS", "PREFIX", "Spill", "SpilledChunk", "remove_stale"]
