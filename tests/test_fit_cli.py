@@ -790,3 +790,10 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     with pytest.raises(Exception, match=r"partition 9: column schedule_median, row 504: "
                                         "infinity is not a finite number"):
         law_rows(LawSpec(name="t", target="schedule_median", terms=("1", "batch_size")), chunk)
+
+
+def test_fit_help_says_how_to_use_the_flags_and_leaves_benchmark_figures_to_the_docs() -> None:
+    result = CliRunner().invoke(app, ["fit", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Vidur" not in result.output and not re.search(r"\d+\.\d+ / \d+\.\d+", result.output)
+    assert "--cv batch_size" in result.output

@@ -84,8 +84,6 @@ INSTALL = "--dask needs dask.distributed: pip install 'lawkit[dask]'"
 PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 CONNECT_TIMEOUT = "20s"
 """How long to try to reach a scheduler before giving up."""
-_DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
-_GATHER = 1 << 16  # candidates for the median few enough to send as values
 _NO_ROWS = "__lawkit_rows__"
 _FAN_IN = 8  # results per merge task
 
