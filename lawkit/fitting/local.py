@@ -19,6 +19,7 @@ from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import BoolArray, FloatArray, RowsSeen, Split, law_design, law_rows
 from lawkit.fitting.scan import Scan, scan_rows
 from lawkit.fitting.source import Source, chunk_rows_for, start_hashing
+from lawkit.fitting.spill import DesignSpill
 from lawkit.fitting.stats import law_entry
 
 
@@ -68,12 +69,18 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
     search: Search | None = None
 
     passes = 0
+    designs: DesignSpill | None = None
 
     def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
         nonlocal passes
-        # Every pass reads the same rows: the first counts the drops and the domain.
+        # Every pass reads the same rows: the first counts the drops and the domain and, when
+        # streamed, spills the design every later pass reads.
         first = not passes
         passes += 1
+        if designs is not None and not first:
+            source.record_pass()
+            yield from designs.pieces()
+            return
         for chunk in source.chunks():
             rows, dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
                                      held=split.held(chunk) if split else None)
@@ -81,7 +88,10 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
                 seen.dropped += dropped
                 seen.see(chunk, features, rows)
             if rows.any():
-                yield law_design(law, chunk, rows)
+                piece = law_design(law, chunk, rows)
+                if designs is not None:
+                    designs.write(*piece)
+                yield piece
 
     try:
         if auto_factors(law.terms):
@@ -91,7 +101,8 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
             law = replace(law, terms=search.terms)
         steps = methods.passes(law.method, law.terms)
         if source.streaming:
-            result = runner.run(steps, pieces)
+            with DesignSpill.create() as designs:
+                result = runner.run(steps, pieces)
         else:
             parts = list(pieces())
             if not parts:

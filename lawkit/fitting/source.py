@@ -120,6 +120,10 @@ class Source:
             self._cached = list(captures.read_captures(self.found, self.spec))
         yield from self._cached
 
+    def record_pass(self) -> None:
+        """Count a pass over rows read elsewhere (a law's design spill)."""
+        self.passes += 1
+
     def close(self) -> None:
         """Remove the spill."""
         if self._spill is not None:

@@ -18,7 +18,13 @@ laws, named `lawkit-spill-<pid>-*.bin`; it is removed when the fit ends, on erro
 spill left by a killed fit (its process gone) is removed by the next fit's start. A disk that
 fills while spilling is a FitError naming the folder and TMPDIR.
 
-A spilled chunk's arrays are views of the buffer: valid until the next block is read.
+A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
+X in column order, y and the weights, piece by piece as the first pass cut them), and every
+later pass of its method reads those pieces back, with no row selection, validation or design
+to build again.
+
+A spilled chunk's arrays, and a spilled piece's, are views of the buffer: valid until the next
+block is read.
 """
 
 from __future__ import annotations
@@ -106,16 +112,9 @@ class Spill:
     def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
                chunk_rows: int) -> Spill:
         """A new, empty spill in the temp folder (stale spills of killed fits removed first)."""
-        folder = tempfile.gettempdir()
-        remove_stale(Path(folder))
-        try:
-            handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
-                                            dir=folder)
-        except OSError as exc:
-            raise _no_room(exc, folder, 0) from None
-        spill = cls(Path(name), found, spec, chunk_rows)
-        spill._file = open(handle, "w+b")  # noqa: SIM115 (closed by remove)
-        return spill
+        remove_stale(Path(tempfile.gettempdir()))
+        path, file = _temp_file()
+        return cls(path, found, spec, chunk_rows, file)
 
     @property
     def blocks(self) -> int:
@@ -213,11 +212,84 @@ class Spill:
 
     def remove(self) -> None:
         """Close and delete the file (nothing happens the second time)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        _remove(self.path, self._file)
+        self._file = None
+
+
+@dataclass
+class DesignSpill:
+    """One law's design pieces `(x, y, w)`, written by its first pass and read back by every
+    later one; a context manager that removes the file."""
+
+    path: Path
+    _file: io.BufferedRandom | None
+    _pieces: list[tuple[int, int, int, bool]] = field(default_factory=list)
+    """(offset, rows, columns, weighted) of each piece."""
+    _size: int = 0
+
+    @classmethod
+    def create(cls) -> DesignSpill:
+        """A new, empty design spill in the temp folder."""
+        return cls(*_temp_file())
+
+    def write(self, x: Any, y: Any, w: Any) -> None:
+        """Append a piece: x (rows by columns, stored column after column), y, w or None."""
+        assert self._file is not None
+        rows, cols = x.shape
+        parts: list[Any] = [np.asfortranarray(x, dtype=np.float64).T, np.ascontiguousarray(y)]
+        if w is not None:
+            parts.append(np.ascontiguousarray(w))
+        start = self._size
+        try:
+            for part in parts:
+                self._file.write(memoryview(part).cast("B"))
+                self._size += part.nbytes
+        except OSError as exc:
+            raise _no_room(exc, str(self.path.parent), self._size) from None
+        self._pieces.append((start, rows, cols, w is not None))
+
+    def pieces(self) -> Iterator[tuple[Any, Any, Any]]:
+        """Every piece in order, read into one buffer (valid until the next is asked for)."""
+        assert self._file is not None
+        self._file.flush()
+        sizes = [rows * (cols + 1 + weighted) * 8 for _, rows, cols, weighted in self._pieces]
+        buffer = bytearray(max(sizes, default=0))
+        view = memoryview(buffer)
+        for (offset, rows, cols, weighted), size in zip(self._pieces, sizes, strict=True):
+            self._file.seek(offset)
+            if self._file.readinto(view[:size]) != size:
+                raise FitError(f"the spill {self.path} was cut short: was the temp folder "
+                               "cleaned during the fit?")
+            x = np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(cols, rows).T
+            y = np.frombuffer(buffer, dtype=np.float64, count=rows, offset=rows * cols * 8)
+            w = np.frombuffer(buffer, dtype=np.float64, count=rows,
+                              offset=rows * (cols + 1) * 8) if weighted else None
+            yield x, y, w
+
+    def __enter__(self) -> DesignSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _remove(self.path, self._file)
+        self._file = None
+
+
+def _temp_file() -> tuple[Path, io.BufferedRandom]:
+    """A new spill file in the temp folder, open for writing and reading."""
+    folder = tempfile.gettempdir()
+    try:
+        handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
+                                        dir=folder)
+    except OSError as exc:
+        raise _no_room(exc, folder, 0) from None
+    return Path(name), open(handle, "w+b")  # closed by its owner's remove
+
+
+def _remove(path: Path, file: io.BufferedRandom | None) -> None:
+    if file is not None:
+        file.close()
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def _key(value: Any) -> Any:
@@ -271,4 +343,4 @@ def _no_room(exc: OSError, folder: str, written: int) -> FitError:
                     "space there, or set TMPDIR to a folder with room")
 
 
-__all__ = ["BLOCK_ROWS", "PREFIX", "Spill", "SpilledChunk", "remove_stale"]
+__all__ = ["BLOCK_ROWS", "PREFIX", "DesignSpill", "Spill", "SpilledChunk", "remove_stale"]
