@@ -19,7 +19,7 @@ import pytest
 
 from lawkit.config import Workspace, load_workspace
 from lawkit.errors import CaptureError, FitError
-from lawkit.fitting import captures, methods, source, spill
+from lawkit.fitting import captures, methods, progress, source, spill
 from lawkit.fitting.fit import FitRequest, fit_laws
 
 CHUNK = 97  # rows per streamed chunk: many blocks, cut where no row group would be
@@ -220,3 +220,34 @@ def test_small_chunks_of_a_file_are_spilled_as_larger_blocks_with_the_same_fit_a
                          where=f"phase == {law.phase!r} and tp == {law.tp}")
     with pytest.raises(CaptureError, match=r"^caps/b.parquet: column host_s, row 421: "):
         fit_laws(request, ws)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_streamed_fit_shows_each_pass_of_each_law_on_a_terminal_unless_quiet(
+        tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path)
+    drawn: list[str] = []
+    start = progress.PassBar.start
+
+    def watching(self: progress.PassBar, rows: int | None) -> None:
+        start(self, rows)
+        if self._bar is not None:
+            drawn.append(self._bar.tasks[-1].description)
+
+    monkeypatch.setattr(progress.PassBar, "start", watching)
+    for quiet in (True, False):
+        stderr = _Terminal()
+        monkeypatch.setattr(sys, "stderr", stderr)
+        fit_laws(_request(tmp_path, "huber", quiet=quiet), ws)
+        if quiet:
+            assert drawn == [] and stderr.getvalue() == ""
+    assert drawn[0] == "reading the captures: pass 1"
+    assert drawn[1] == "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 40"
+    # the next law's estimate is the passes the last one made
+    made = drawn.index("law 2 of 6, host_s[decode,2] (huber): pass 1 of about "
+                       f"{sum(d.startswith('law 1 of 6') for d in drawn)}")
+    assert made > 2 and "pass" in stderr.getvalue()

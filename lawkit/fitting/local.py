@@ -14,6 +14,7 @@ from lawkit.errors import FitError
 from lawkit.fitting import breakpoints, captures, methods, runner
 from lawkit.fitting.breakpoints import Search, auto_factors
 from lawkit.fitting.formula import design_matrix
+from lawkit.fitting.progress import PassBar
 from lawkit.fitting.report import FittedLaw
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import BoolArray, FloatArray, RowsSeen, Split, law_design, law_rows
@@ -30,7 +31,9 @@ class LocalRunner:
     def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
                  request: FitRequest) -> None:
         self._hashes = start_hashing(found)
-        self.source = Source(found, spec, chunk_rows_for(request, found, spec))
+        chunk_rows = chunk_rows_for(request, found, spec)
+        self.bar = PassBar(quiet=request.quiet or chunk_rows is None)  # in memory: seconds
+        self.source = Source(found, spec, chunk_rows, self.bar)
         self.passes: dict[str, int] = {}
 
     def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
@@ -42,7 +45,9 @@ class LocalRunner:
     def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
             ) -> list[FittedLaw]:
         out = []
-        for law in laws:
+        for i, law in enumerate(laws):
+            self.bar.law(f"law {i + 1} of {len(laws)}, {law.name}", law.method,
+                         methods.METHODS[law.method].typical_passes)
             before = self.source.passes
             out.append(fit_one(law, self.source, request, split))
             self._count(law.name, before)
@@ -55,9 +60,11 @@ class LocalRunner:
         return self._hashes()
 
     def __enter__(self) -> LocalRunner:
+        self.bar.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__()
         self.source.close()
 
 
@@ -78,8 +85,10 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
         first = not passes
         passes += 1
         if designs is not None and not first:
-            source.record_pass()
-            yield from designs.pieces()
+            source.record_pass(designs.rows)
+            for piece in designs.pieces():
+                yield piece
+                source.bar.advance(len(piece[1]))
             return
         for chunk in source.chunks():
             rows, dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,

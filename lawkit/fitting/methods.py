@@ -633,18 +633,21 @@ def nnls_passes(terms: Sequence[str]) -> Steps:
 
 @dataclass(frozen=True)
 class Method:
-    """A fitting method: its name, what it is, and its passes."""
+    """A fitting method: its name, what it is, its passes, and how many passes over the rows
+    a fit typically makes (the progress bar's first estimate: an iterative method stops when
+    its fit stops moving)."""
 
     name: str
     summary: str
     passes: Callable[[Sequence[str]], Steps] = field(repr=False)
+    typical_passes: int = 3
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("ols", "least squares, refined to the float64 limit", ols_passes),
-    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes),
+    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes, 40),
     Method("robust", "MM-estimate: high-breakdown start (FAST-LTS on a sample of at most "
-                     f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes),
+                     f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes, 20),
     Method("nnls", "least squares with every coefficient >= 0", nnls_passes),
 )}
 """The one registry of fitting methods, in the order help and messages list them."""

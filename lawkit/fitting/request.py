@@ -54,6 +54,9 @@ class FitRequest:
     cv: str | None = None
     """Cross-validate every law: a column (leave one of its values out in turn) or a number
     of folds (`lawkit.fitting.crossval`)."""
+    quiet: bool = False
+    """No progress bar on stderr (a streamed fit draws one per pass when stderr is a
+    terminal)."""
     footprint: Path | None = None
     """A footprint of the capture runs (`lawkit footprint record`): refused unless recorded on
     the captures' digest, and named with its sha256 in the `fit` entry (DESIGN section 11)."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from lawkit.errors import FitError
 from lawkit.fitting import captures
+from lawkit.fitting.progress import PassBar
 from lawkit.fitting.request import FitRequest
 from lawkit.fitting.spill import Spill
 
@@ -73,8 +74,10 @@ class Source:
     A context manager: the spill is removed on leaving it."""
 
     def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
-                 chunk_rows: int | None) -> None:
+                 chunk_rows: int | None, bar: PassBar | None = None) -> None:
         self.found = list(found)
+        self.bar = bar or PassBar(quiet=True)
+        """Where each pass shows (a streamed fit's)."""
         self.spec = spec
         self.chunk_rows = chunk_rows
         self._cached: list[captures.Chunk] | None = None
@@ -93,13 +96,14 @@ class Source:
             yield from self.chunks()
             return
         assert self.chunk_rows is not None
-        self.passes += 1
+        self.record_pass(None)
         spill = Spill.create(self.found, self.spec, self.chunk_rows)
         try:
             for chunk in captures.read_captures(self.found, self.spec,
                                                 chunk_rows=self.chunk_rows):
                 spill.write(chunk)
                 yield chunk
+                self.bar.advance(chunk.size)
             spill.flush()
         except BaseException:
             spill.remove()
@@ -108,21 +112,24 @@ class Source:
 
     def chunks(self) -> Iterator[captures.Chunk]:
         """The rows, once more: from memory, the spill, or (before the first pass) the files."""
-        self.passes += 1
         if self.streaming:
-            if self._spill is not None:
-                yield from self._spill.chunks()
-            else:
-                yield from captures.read_captures(self.found, self.spec,
-                                                  chunk_rows=self.chunk_rows)
+            self.record_pass(self._spill.rows if self._spill is not None else None)
+            read = self._spill.chunks() if self._spill is not None else \
+                captures.read_captures(self.found, self.spec, chunk_rows=self.chunk_rows)
+            for chunk in read:
+                yield chunk
+                self.bar.advance(chunk.size)
             return
+        self.passes += 1
         if self._cached is None:
             self._cached = list(captures.read_captures(self.found, self.spec))
         yield from self._cached
 
-    def record_pass(self) -> None:
-        """Count a pass over rows read elsewhere (a law's design spill)."""
+    def record_pass(self, rows: int | None) -> None:
+        """Count (and show) a pass over `rows` rows, None when not known yet; a law's design
+        spill records its own passes here."""
         self.passes += 1
+        self.bar.start(rows)
 
     def close(self) -> None:
         """Remove the spill."""

@@ -232,6 +232,11 @@ class DesignSpill:
         """A new, empty design spill in the temp folder."""
         return cls(*_temp_file())
 
+    @property
+    def rows(self) -> int:
+        """Rows written so far."""
+        return sum(rows for _, rows, _, _ in self._pieces)
+
     def write(self, x: Any, y: Any, w: Any) -> None:
         """Append a piece: x (rows by columns, stored column after column), y, w or None."""
         assert self._file is not None
