@@ -86,7 +86,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _workspace(tmp_path: Path) -> None:
-    (tmp_path / "lawkit.toml").write_text("")
+    (tmp_path / "lawkit.toml").write_text('laws = "."\n')  # `--out a.yaml` is a law file here
 
 
 def request(caps: Path, out: str = "laws.yaml", **given: Any) -> FitRequest:

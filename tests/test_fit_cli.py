@@ -40,6 +40,13 @@ DIGEST = "68ad8fc6"
 EPS = float(np.finfo(np.float64).eps)
 
 
+@pytest.fixture(autouse=True)
+def _laws_here(tmp_path: Path) -> None:
+    """The working folder is the laws folder: `--out a.yaml` is a law file check reads (a test
+    that needs another workspace writes its own lawkit.toml)."""
+    (tmp_path / "lawkit.toml").write_text('laws = "."\n')
+
+
 def sarathi(tmp_path: Path, name: str = "cpu_overheads.csv") -> Path:
     folder = tmp_path / "captures"
     folder.mkdir(exist_ok=True)
