@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lawkit.config import Workspace
-from lawkit.errors import FitError
 from lawkit.fitting import captures
-from lawkit.fitting.breakpoints import auto_factors
 from lawkit.fitting.local import LocalRunner
 from lawkit.fitting.plan import (
     check_names,
@@ -75,11 +73,6 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
             return _fit_with(local, request, ws, existing, specs, found)
     from lawkit.fitting import distributed
 
-    for law in specs:
-        if auto_factors(law.terms):
-            raise FitError(f"law {law.name}: {', '.join(auto_factors(law.terms))}: the "
-                           "breakpoint search runs in this process: drop --dask, or give K "
-                           "as a number")
     with distributed.connect(request.dask) as client:
         runner = distributed.DaskRunner(client, found, spec)
         return _fit_with(runner, request, ws, existing, specs, found)

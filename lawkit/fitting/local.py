@@ -151,22 +151,33 @@ class _MemoryRows:
                     values.append(chunk.columns[name][rows])
         self.columns = {name: np.asarray(np.concatenate(values) if values else [],
                                          dtype=np.float64) for name, values in parts.items()}
+        self._last: tuple[tuple[str, ...], FloatArray] | None = None
         if not len(self.columns[law.target]):
             raise FitError("no rows to fit")
 
     def distinct(self, column: str) -> FloatArray:
         return np.unique(self.columns[column])
 
-    def residuals(self, terms: tuple[str, ...]) -> tuple[float | None, Iterator[
-            tuple[FloatArray, FloatArray | None]]]:
+    def _design(self, terms: tuple[str, ...]) -> FloatArray:
+        # the design of the candidate just fitted is the one its loss needs next
+        if self._last is None or self._last[0] != terms:
+            self._last = (terms, design_matrix(self.columns, terms))
+        return self._last[1]
+
+    def fit(self, terms: tuple[str, ...]) -> tuple[float | None, FloatArray]:
+        if not terms:
+            return None, np.zeros(0)
         y = self.columns[self.law.target]
         w = self.columns[self.law.weight] if self.law.weight else None
-        if not terms:
-            return None, iter([(y, w)])
-        x = design_matrix(self.columns, terms)
-        result = runner.run_arrays(methods.passes(self.law.method, terms), x, y, w)
-        r = y - methods.matvec(x, np.asarray(result.coef, dtype=np.float64))
-        return result.scale, iter([(r, w)])
+        result = runner.run_arrays(methods.passes(self.law.method, terms), self._design(terms),
+                                   y, w)
+        return result.scale, np.asarray(result.coef, dtype=np.float64)
+
+    def loss(self, terms: tuple[str, ...], coef: FloatArray, scale: float | None) -> float:
+        y = self.columns[self.law.target]
+        w = self.columns[self.law.weight] if self.law.weight else None
+        r = y - methods.matvec(self._design(terms), coef) if terms else y
+        return breakpoints.objective(self.law.method, iter([(r, w)]), scale)
 
 
 class _StreamRows:
@@ -188,25 +199,25 @@ class _StreamRows:
         found = [np.unique(chunk.columns[column][rows]) for chunk, rows in self._rows(self.law)]
         return np.unique(np.concatenate(found)) if found else np.zeros(0)
 
-    def residuals(self, terms: tuple[str, ...]) -> tuple[float | None, Iterator[
-            tuple[FloatArray, FloatArray | None]]]:
+    def fit(self, terms: tuple[str, ...]) -> tuple[float | None, FloatArray]:
+        if not terms:
+            return None, np.zeros(0)
         law = replace(self.law, terms=terms)
-        coef = np.zeros(0)
-        scale = None
-        if terms:
-            result = runner.run(methods.passes(law.method, terms),
-                                lambda: (law_design(law, c, r) for c, r in self._rows(law)))
-            coef, scale = np.asarray(result.coef, dtype=np.float64), result.scale
+        result = runner.run(methods.passes(law.method, terms),
+                            lambda: (law_design(law, c, r) for c, r in self._rows(law)))
+        return result.scale, np.asarray(result.coef, dtype=np.float64)
+
+    def loss(self, terms: tuple[str, ...], coef: FloatArray, scale: float | None) -> float:
+        law = replace(self.law, terms=terms or ("1",))
 
         def chunks() -> Iterator[tuple[FloatArray, FloatArray | None]]:
             for chunk, rows in self._rows(self.law):
-                x, y, w = law_design(law, chunk, rows) if terms else (None, *law_design(
-                    replace(law, terms=("1",)), chunk, rows)[1:])
-                # a copy of y: the search may keep residuals past the next block, and a
+                x, y, w = law_design(law, chunk, rows)
+                # a copy of y: the objective may keep residuals past the next block, and a
                 # spilled chunk's arrays are views of the buffer that block overwrites
-                yield (y - methods.matvec(x, coef) if x is not None else np.array(y)), w
+                yield (y - methods.matvec(x, coef) if terms else np.array(y)), w
 
-        return scale, chunks()
+        return breakpoints.objective(self.law.method, chunks(), scale)
 
 
 def _stack(parts: list[tuple[FloatArray, FloatArray, FloatArray | None]],
