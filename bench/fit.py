@@ -25,15 +25,17 @@ Measured (2 CPUs shared with other jobs, load 4-5; 2026-11-29), 5M rows: lawkit 
 bare lstsq 2.79 s, 1294 MiB: lawkit / bare 1.52, lawkit / statsmodels 0.38. Streamed 40M rows
 (1.8 GiB of raw columns): 24.9 s, peak RSS 416 MiB.
 
-3. Memory (`--memory`, default 5M and 20M rows; `--memory-only` runs only this): CSV captures
-   (198 MB and 792 MB) fitted by every method as whole processes, each streamed; peak RSS at
-   both sizes, their difference, the times, and the verdict against issue 13's targets (the
-   largest within 64 MiB of the smallest, and under 600 MiB). Measured 2026-12-01 (2 shared
-   CPUs, load ~4), peak RSS MiB at 5M / 20M (time s): ols 187 / 183 (4.0 / 21.9), huber
-   210 / 229 (61.8 / 355.9), nnls 195 / 201 (9.0 / 21.2), robust 257 / 229 (30.1 / 122.5);
-   before the streamed CSV block shrank from 16 MiB to 1 MiB (pyarrow queues 32 blocks ahead),
-   20M peaked at 886 / 966 MiB for ols / huber. Wall times on this machine vary 1.5x run to
-   run; CPU time (user + sys) of ols at 5M is 4.2 s at 1 MiB blocks, 4.4 s at 16 MiB.
+3. Memory (`--memory`, default 5M and 20M rows; `--memory-only` runs only this; `--methods`
+   picks the methods): CSV captures (198 MB and 792 MB) fitted by every method as whole
+   processes, each streamed; peak RSS at both sizes, their difference, the times, the passes
+   each made (`fit --json`'s `passes`: the first parses the text, every later one reads the
+   spill), the time over ols' at the largest size, and the verdict against issue 13's targets
+   (the largest within 64 MiB of the smallest, and under 600 MiB) and issue 24's (huber and
+   robust within 2x of ols). Measured 2026-12-01 with the spill (2 shared CPUs, load 4-5),
+   peak RSS MiB at 5M / 20M (time s, passes): ols 214 / 225 (6.4 / 18.7, 3), huber 215 / 237
+   (15.9 / 55.4, 44: 3.0x ols), robust 262 / 259 (15.4 / 70.6, 20 / 19: 3.8x ols); nnls at
+   5M 219 MiB, 4.6 s. Before the spill (every pass parsed the CSV): huber 96.5 / 345.7 s,
+   robust 35.0 / 135.8 s. Wall times on this machine vary 1.5x run to run.
 """
 
 from __future__ import annotations

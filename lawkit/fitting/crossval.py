@@ -11,6 +11,8 @@ of one K chosen with the test rows in view.
 The law stores `fit.cv`: `{column: COL | split: files|random, seed: S; folds, mape,
 worst_mape}` with `mape` pooled over every held-out row (each row is held out once) and
 `worst_mape` the worst fold's; `failed` counts folds whose training rows could not be fitted.
+A law whose rows hold one value of COL (nothing to leave out), or whose every fold failed, is
+an error: a `fit.cv` of no fold would read as a score.
 """
 
 from __future__ import annotations
