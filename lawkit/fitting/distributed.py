@@ -601,9 +601,9 @@ class DaskRunner:
     def _pass(self, work: list[tuple[LawSpec, _Request]], request: FitRequest,
               split: Split | None) -> list[Any]:
         """One read of every task's rows: each law's request answered and merged."""
+        name = f"pass{self._round}"
         self._round += 1
         self.passes["fit"] = self.passes.get("fit", 0) + 1
-        name = f"pass{self._round}"
         futures = [self.client.submit(_pass_task, k, part, self.spec, work,
                                       request.drop_invalid, split,
                                       request.chunk_rows or self.chunk_rows,
