@@ -92,6 +92,7 @@ def _check_text(flag: str, value: str) -> None:
 
 
 def load_existing(out: Path, shown: str, ws: Workspace) -> lawfile.LawFile | None:
+    """The existing `--out` file, None when there is none (a fit then writes a new one)."""
     if not out.exists() and not out.is_symlink():
         return None
     return lawfile.load(out, key=ws.digest.key, shown_as=shown)
@@ -155,7 +156,8 @@ def _str_or_none(value: Any) -> str | None:
 
 
 def column_spec(specs: Sequence[LawSpec], request: FitRequest,
-                 ws: Workspace) -> captures.ColumnSpec:
+                ws: Workspace) -> captures.ColumnSpec:
+    """The columns the laws read and what each must hold (`captures.ColumnSpec`)."""
     numbers: dict[str, None] = {}
     targets: dict[str, None] = {}
     weights: dict[str, None] = {}
@@ -210,6 +212,7 @@ def _empty_selection(spec: LawSpec, scan: Scan) -> FitError:
 
 
 def check_names(names: Sequence[str]) -> None:
+    """Two laws of one fit may not share a name."""
     seen: set[str] = set()
     for name in names:
         if name in seen:

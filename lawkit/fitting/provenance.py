@@ -73,6 +73,7 @@ def provenance_path(capture: captures.Capture, ws: Workspace) -> str:
 
 
 def timestamp(now: datetime.datetime | None) -> str:
+    """`now` (default: this moment) as the UTC time a provenance entry records."""
     moment = now or datetime.datetime.now(datetime.UTC)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)

@@ -139,6 +139,7 @@ def law_design(law: LawSpec, chunk: captures.Chunk, rows: BoolArray,
 
 
 def selector_columns(spec: LawSpec, by: Sequence[str]) -> list[str]:
+    """The columns that select a law's rows, then the `--by` columns, once each."""
     return list(dict.fromkeys([*spec.selectors(), *by]))
 
 
@@ -159,7 +160,7 @@ def selection_data(chunk: captures.Chunk, ok: BoolArray) -> Mapping[str, Any]:
 
 
 def valid_or_raise(chunk: captures.Chunk, columns: Sequence[str], rows: BoolArray | None,
-                    drop: bool) -> BoolArray:
+                   drop: bool) -> BoolArray:
     """The rows (of `rows`) valid in `columns`; without `drop`, an error at the first bad one."""
     ok = chunk.valid(columns)
     if not drop and not (ok.all() if rows is None else ok[rows].all()):

@@ -26,7 +26,8 @@ in memory peaks at about 4x the columns (parsing, the cached chunks, each law's 
 
 
 def chunk_rows_for(request: FitRequest, found: Sequence[captures.Capture],
-                spec: captures.ColumnSpec) -> int | None:
+                   spec: captures.ColumnSpec) -> int | None:
+    """The rows per streamed chunk, or None to read the captures in memory (`IN_MEMORY_BYTES`)."""
     if request.chunk_rows is not None:
         return request.chunk_rows
     estimate = 0
@@ -87,6 +88,7 @@ class Source:
 
     @property
     def streaming(self) -> bool:
+        """Whether the rows are streamed (else kept in memory)."""
         return self.chunk_rows is not None
 
     def first_pass(self) -> Iterator[captures.Chunk]:
