@@ -251,3 +251,25 @@ def test_a_streamed_fit_shows_each_pass_of_each_law_on_a_terminal_unless_quiet(
     made = drawn.index("law 2 of 6, host_s[decode,2] (huber): pass 1 of about "
                        f"{sum(d.startswith('law 1 of 6') for d in drawn)}")
     assert made > 2 and "pass" in stderr.getvalue()
+
+
+def test_drop_invalid_drops_and_counts_the_same_rows_from_the_spill_as_from_the_text(
+        tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path)
+    path = tmp_path / "caps" / "a.csv"
+    lines = path.read_text().splitlines()
+    for row, column, value in ((5, 3, "n/a"), (200, 5, ""), (333, 2, "-"), (600, 0, "")):
+        fields = lines[row].split(",")
+        fields[column] = value  # num_tokens, host_s, num_seqs; an empty phase (a label)
+        lines[row] = ",".join(fields)
+    path.write_text("\n".join(lines) + "\n")
+    spilled = fit_laws(_request(tmp_path, "ols", drop_invalid=True), ws)
+    _without_spill(monkeypatch)
+    text = fit_laws(_request(tmp_path, "ols", drop_invalid=True), ws)
+    # the empty phase and the num_seqs '-' (its bound selects rows): the scan's
+    assert spilled.dropped == text.dropped == 2
+    # num_tokens 'n/a' and the empty host_s: their laws'
+    assert [f.dropped for f in spilled.laws] == [f.dropped for f in text.laws]
+    assert sum(f.dropped for f in spilled.laws) == 2
+    for name, coef in _coefficients(text).items():
+        np.testing.assert_allclose(_coefficients(spilled)[name], coef, rtol=1e-12, atol=0)
