@@ -5,6 +5,7 @@ that has nothing to leave out or scored no fold, a name a law file cannot hold, 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -65,10 +66,14 @@ def test_a_name_with_a_byte_that_is_not_utf8_is_refused_before_the_fit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _workspace(tmp_path, [8.0, 16.0, 32.0])
     name = os.fsdecode(b"law\xff")  # what Python makes of such a byte in argv
-    read = []
+    read: list[int] = []
     from lawkit.fitting import captures
 
-    monkeypatch.setattr(captures, "read_captures", lambda *a, **k: read.append(1) or iter(()))
+    def reading(*args: object, **kwargs: object) -> Iterator[captures.Chunk]:
+        read.append(1)
+        return iter(())
+
+    monkeypatch.setattr(captures, "read_captures", reading)
     code, output = _fit(root, "--formula", "sampler_s ~ 1 + batch_size",
                         "--out", str(root / "laws/s.yaml"), "--name", name)
     assert code == 2, output
