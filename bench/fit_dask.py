@@ -174,14 +174,16 @@ def main() -> None:
         folder = args.keep or Path(temp)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lawkit.toml").write_text("")  # a workspace of its own
+        (folder / "laws").mkdir(exist_ok=True)  # fit writes law files only below it
         caps = folder / f"caps-{args.files}x{args.rows_per_file}"
         rows = args.files * args.rows_per_file
         print(f"writing {rows:,} rows as {args.files} files to {caps} ...", flush=True)
         make_captures(caps, args.files, args.rows_per_file)
         base = [LAWKIT, "fit", str(caps), "--formula", FORMULA, "--json"]
         commands = {
-            "local streamed": [*base, "--out", str(folder / "local.yaml")],
-            f"dask local:{args.workers}": [*base, "--out", str(folder / "dask.yaml"), "--dask",
+            "local streamed": [*base, "--out", str(folder / "laws" / "local.yaml")],
+            f"dask local:{args.workers}": [*base, "--out", str(folder / "laws" / "dask.yaml"),
+                                           "--dask",
                                            f"local:{args.workers}"],
         }
         for path in sorted(caps.glob("*.parquet")):  # warm the page cache

@@ -1,9 +1,11 @@
 """The layout of DESIGN.md section 2, read from the source: which wing may import which, and no
-import cycle at module level.
+import cycle of any length among lawkit's modules.
 
-Imports are read with `ast` from every module, so a lazy import inside a function counts for the
-directions (it runs sooner or later) but not for cycles (a module-level cycle is what breaks an
-import order); imports under `if TYPE_CHECKING:` count for neither.
+Imports are read with `ast` from every module. A lazy import inside a function counts, for the
+directions and for cycles alike (it runs sooner or later, and a lower module reaching up lazily
+still depends on what is above it); a subpackage's `__init__` is a module like any other;
+imports under `if TYPE_CHECKING:` count for neither. Only `lawkit/__init__.py`, the package's
+face (lazy re-exports of everything), is left out of the cycles.
 """
 
 from __future__ import annotations
@@ -118,34 +120,77 @@ def test_src_digest_imports_only_the_standard_library() -> None:
     assert outside == []
 
 
-def test_no_import_cycle_at_module_level() -> None:
-    edges = {name: top for name, (top, _) in GRAPH.items()}
-    cycles: list[list[str]] = []
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
+ALLOWED_CYCLES: list[frozenset[str]] = [
+    # Being broken on the `predict` branch (issue 24): the lead removes this entry when that
+    # branch is merged. An entry whose cycle is gone fails the test below, so none outlives it.
+    frozenset({"lawkit.lawfiles.compiled", "lawkit.lawfiles.predict"}),
+]
 
-    def walk(node: str, path: list[str]) -> None:
-        state[node] = 1
+
+def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan): each holds a cycle
+    through all its members."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
         for target in sorted(edges.get(node, ())):
-            # importing a package runs its __init__, never the reverse
-            if target == node or node.startswith(target + "."):
-                continue
-            if state.get(target) == 1:
-                cycles.append([*path[path.index(target):], target])
-            elif target not in state:
-                walk(target, [*path, target])
-        state[node] = 2
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
 
     for name in sorted(edges):
-        if name not in state:
-            walk(name, [name])
-    assert cycles == []
+        if name not in index:
+            visit(name)
+    return found
+
+
+def _lawkit_edges() -> dict[str, set[str]]:
+    """Every import among lawkit's modules, lazy ones included (lawkit/__init__.py left out)."""
+    return {name: {m for m in anywhere if m.startswith("lawkit.") and m in GRAPH and m != name}
+            for name, (_, anywhere) in GRAPH.items() if name.startswith("lawkit.")}
+
+
+def test_no_import_cycle_of_any_length_among_lawkits_modules_lazy_imports_counted() -> None:
+    edges = _lawkit_edges()
+    cycles = [sorted(c) for c in _cycles(edges) if c not in ALLOWED_CYCLES]
+    described = [[f"{a} imports {', '.join(sorted(edges[a] & set(c)))}" for a in c]
+                 for c in cycles]
+    assert described == []
+
+
+def test_every_allowed_cycle_is_still_a_cycle_so_its_entry_is_removed_once_it_is_broken() -> None:
+    present = _cycles(_lawkit_edges())
+    assert [sorted(c) for c in ALLOWED_CYCLES if c not in present] == []
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle_of_three_and_a_subpackage_init() -> None:
+    edges = {"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "b": {"b.m"}, "b.m": {"b"},
+             "c": {"a.x"}}
+    assert sorted(sorted(c) for c in _cycles(edges)) == [["a.x", "a.y", "a.z"], ["b", "b.m"]]
 
 
 def test_the_graph_is_read_from_the_source() -> None:
     # guards the test itself: a known lazy import and a known module-level one are seen
-    top, anywhere = GRAPH["lawkit.fitting.fit"]
-    assert "lawkit.lawfiles.lawfile" in top
+    top, anywhere = GRAPH["lawkit.fitting.provenance"]
+    assert "lawkit.config" in top
     assert "lawkit.keying.digest" in anywhere - top
+    assert "lawkit.fitting" in GRAPH  # a subpackage's __init__ is a module of the graph
 
 
 def test_lawkit_top_level_holds_at_most_14_entries_and_each_wing_says_what_it_may_import() -> None:

@@ -127,5 +127,5 @@ def test_mypy_strict_sees_the_real_signatures_of_the_api_in_an_installed_lawkit(
     assert revealed[0].startswith('"def (path: str | pathlib.Path')
     assert revealed[1].endswith('-> lawkit.keying.check.CheckReport"')
     assert revealed[2].endswith('-> lawkit.keying.rekey.RekeyReport"')
-    assert revealed[3].endswith('-> lawkit.fitting.fit.FitReport"')
+    assert revealed[3].endswith('-> lawkit.fitting.report.FitReport"')
     assert revealed[4].endswith('-> lawkit.fitting.score.ScoreReport"')

@@ -86,7 +86,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _workspace(tmp_path: Path) -> None:
-    (tmp_path / "lawkit.toml").write_text("")
+    (tmp_path / "lawkit.toml").write_text('laws = "."\n')  # `--out a.yaml` is a law file here
 
 
 def request(caps: Path, out: str = "laws.yaml", **given: Any) -> FitRequest:
@@ -439,3 +439,41 @@ def test_task_results_merge_in_order_and_keep_the_first_error() -> None:
     second = dask_fit._Failed(2, CaptureError("y", path="c"))
     assert dask_fit.merge_all([None], first, second) is first
     assert dask_fit.merge_all(None, None) is None
+
+
+@pytest.mark.parametrize(("method", "factor"), [("ols", "step"), ("huber", "hinge")])
+def test_an_auto_breakpoint_is_searched_over_the_tasks_and_picks_the_local_k(
+        tmp_path: Path, cluster: str, method: str, factor: str) -> None:
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    rng = np.random.default_rng(11)
+    for k in range(3):
+        seqs = rng.choice(np.arange(16.0, 129.0, 16.0), 400)  # 8 values: 5 candidates
+        jump = (seqs > 72) * 4e-4 if factor == "step" else np.maximum(0.0, seqs - 72) * 2e-5
+        y = 2e-3 + 1e-5 * seqs + jump + rng.normal(0.0, 1e-5, seqs.size)
+        y[rng.random(seqs.size) < 0.03] += 0.01  # outliers for huber
+        table = pa.table({"num_seqs": seqs, "host_s": y})
+        pq.write_table(table.replace_schema_metadata({"lawkit.atom": DIGEST}),
+                       folder / f"run-{k}.parquet")
+    formula = f"host_s ~ 1 + num_seqs + {factor}(num_seqs,auto)"
+    local, remote = fit_both(folder, cluster, formulas=[formula], method=method)
+    picked = local.laws[0].law["fit"]["breakpoints"]
+    assert picked == {f"{factor}(num_seqs,72)": f"{factor}(num_seqs,auto)"}
+    assert remote.laws[0].law["fit"]["breakpoints"] == picked
+    assert list(remote.laws[0].law["terms"]) == list(local.laws[0].law["terms"])
+    ours, theirs = local.laws[0].search, remote.laws[0].search
+    assert ours is not None and theirs is not None
+    assert [c.candidates for c in theirs.choices] == [c.candidates for c in ours.choices]
+    for a, b in zip(ours.choices, theirs.choices, strict=True):
+        assert b.knot == a.knot
+        assert b.without == pytest.approx(a.without, rel=1e-9)
+        assert b.objective == pytest.approx(a.objective, rel=1e-9)
+    assert remote.lines() == local.lines()
+
+
+def test_robust_with_an_auto_breakpoint_on_the_cluster_is_refused_naming_the_way_out(
+        tmp_path: Path, cluster: str, captures: Path) -> None:
+    with pytest.raises(FitError, match=r"law host_s: step\(num_seqs,auto\) with --method "
+                                       "robust: its breakpoint search runs in this process"):
+        fit_laws(request(captures, formulas=["host_s ~ 1 + step(num_seqs,auto)"],
+                         method="robust", dask=cluster), load_workspace())

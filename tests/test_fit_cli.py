@@ -40,6 +40,13 @@ DIGEST = "68ad8fc6"
 EPS = float(np.finfo(np.float64).eps)
 
 
+@pytest.fixture(autouse=True)
+def _laws_here(tmp_path: Path) -> None:
+    """The working folder is the laws folder: `--out a.yaml` is a law file check reads (a test
+    that needs another workspace writes its own lawkit.toml)."""
+    (tmp_path / "lawkit.toml").write_text('laws = "."\n')
+
+
 def sarathi(tmp_path: Path, name: str = "cpu_overheads.csv") -> Path:
     folder = tmp_path / "captures"
     folder.mkdir(exist_ok=True)
@@ -759,9 +766,10 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     # capture file, a partial fit each, merged.
     import pandas as pd
 
-    from lawkit.fitting import solve
+    from lawkit.fitting import runner, solve
     from lawkit.fitting.captures import ColumnSpec, chunk_from_columns
-    from lawkit.fitting.fit import LawSpec, law_design, law_rows
+    from lawkit.fitting.request import LawSpec
+    from lawkit.fitting.rows import law_design, law_rows
 
     frame = pd.read_csv(DATA)
     law = LawSpec(name="s", target="schedule_median", terms=("1", "batch_size"),
@@ -780,8 +788,8 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
         merged = solve.merge(merged, state)
     assert merged.n == 11
     clean = frame[(frame.model_name == "Qwen/Qwen-72B") & (frame.batch_size <= 96)]
-    one = solve.fit(np.column_stack([np.ones(len(clean)), clean.batch_size]),
-                    clean.schedule_median.to_numpy(), law.terms)
+    one = runner.fit_arrays(np.column_stack([np.ones(len(clean)), clean.batch_size]),
+                            clean.schedule_median.to_numpy(), law.terms)
     np.testing.assert_allclose(solve.solve_partial(merged), one.coef, rtol=1e-12)
     bad = frame.iloc[:5].copy()
     bad.loc[bad.index[3], "schedule_median"] = float("inf")
@@ -789,3 +797,10 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     with pytest.raises(Exception, match=r"partition 9: column schedule_median, row 504: "
                                         "infinity is not a finite number"):
         law_rows(LawSpec(name="t", target="schedule_median", terms=("1", "batch_size")), chunk)
+
+
+def test_fit_help_says_how_to_use_the_flags_and_leaves_benchmark_figures_to_the_docs() -> None:
+    result = CliRunner().invoke(app, ["fit", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Vidur" not in result.output and not re.search(r"\d+\.\d+ / \d+\.\d+", result.output)
+    assert "--cv batch_size" in result.output

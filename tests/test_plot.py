@@ -176,7 +176,7 @@ def test_fit_plot_draws_the_laws_it_wrote_against_their_captures(tmp_path: Path)
     _frame().to_csv(tmp_path / "caps.csv", index=False)
     result = runner.invoke(app, [
         "fit", "caps.csv", "--formula", "host_s ~ 1 + num_seqs + num_tokens", "--by", "phase",
-        "--captured-on", "1234abcd", "--out", "laws.yaml", "--plot", "fit.png"])
+        "--captured-on", "1234abcd", "--out", "laws/a.yaml", "--plot", "fit.png"])
     assert result.exit_code == 0, result.output
     assert "lawkit: wrote fit.png" in result.stderr
     assert png_size(tmp_path / "fit.png") == (2 * 3 * PANEL_PX[0], PANEL_PX[1])
@@ -186,10 +186,10 @@ def test_fit_refuses_a_plot_it_cannot_draw_before_writing_anything(tmp_path: Pat
     _frame().to_csv(tmp_path / "caps.csv", index=False)
     result = runner.invoke(app, [
         "fit", "caps.csv", "--formula", "host_s ~ 1 + num_seqs", "--captured-on", "1234abcd",
-        "--out", "laws.yaml", "--plot", "fit.gif"])
+        "--out", "laws/a.yaml", "--plot", "fit.gif"])
     assert result.exit_code == 2
     assert "expected a .png, .svg or .pdf file name" in result.stderr
-    assert not (tmp_path / "laws.yaml").exists()
+    assert not (tmp_path / "laws" / "a.yaml").exists()
 
 
 @pytest.mark.parametrize("method", ["robust", "huber"])

@@ -277,7 +277,7 @@ PARQUET = _parquet(pa.Table.from_pylist(ROWS))
 def _fit(tmp_path: Path, name: str, record_property: pytest.RecordProperty, *,
          timeout: float = 30.0) -> Outcome:
     outcome = run_bounded(["fit", name, "--formula", "host_s ~ 1 + bs", "--captured-on",
-                           OLD, "--out", "out.yaml"], cwd=tmp_path, timeout=timeout,
+                           OLD, "--out", "laws/out.yaml"], cwd=tmp_path, timeout=timeout,
                           memory_mb=CAPTURE_MEMORY_MB)
     return _measured(record_property, outcome)
 
@@ -288,7 +288,7 @@ def _fit_error(tmp_path: Path, name: str, data: bytes,
     (tmp_path / name).write_bytes(data)
     outcome = _fit(tmp_path, name, record_property, timeout=timeout)
     assert outcome.code == 2, (outcome.stdout, outcome.stderr)
-    assert not (tmp_path / "out.yaml").exists()
+    assert not (tmp_path / "laws" / "out.yaml").exists()
     return outcome.error_line()
 
 
@@ -299,11 +299,11 @@ def _fit_error_here(tmp_path: Path, name: str, data: bytes,
     (tmp_path / name).write_bytes(data)
     start = time.perf_counter()
     result = runner.invoke(app, ["fit", name, "--formula", "host_s ~ 1 + bs", "--captured-on",
-                                 OLD, "--out", "out.yaml"])
+                                 OLD, "--out", "laws/out.yaml"])
     seconds = time.perf_counter() - start
     record_property("seconds", round(seconds, 3))
     assert result.exit_code == 2, (result.output, result.exception)
-    assert not (tmp_path / "out.yaml").exists()
+    assert not (tmp_path / "laws" / "out.yaml").exists()
     line = result.stderr.rstrip("\n")
     assert line.startswith("lawkit: error: ")
     assert_one_line(line.removeprefix("lawkit: error: "))

@@ -222,15 +222,15 @@ def _fit_schedule_laws(tmp_path: Path) -> Path:
     fit_path, _ = _split_sarathi(tmp_path)
     result = runner.invoke(app, [
         "fit", str(fit_path), "--formula", "schedule_s ~ 1 + batch_size", "--by", "model,tp",
-        "--where", NOT_QWEN_OVERFLOW, "--captured-on", "1234abcd", "--out", "a100.yaml"])
+        "--where", NOT_QWEN_OVERFLOW, "--captured-on", "1234abcd", "--out", "laws/a100.yaml"])
     assert result.exit_code == 0, result.output
-    return tmp_path / "a100.yaml"
+    return tmp_path / "laws" / "a100.yaml"
 
 
 def test_a100_schedule_laws_fitted_on_half_the_batch_sizes_predict_the_other_half(
         tmp_path: Path) -> None:
     _fit_schedule_laws(tmp_path)
-    result = runner.invoke(app, ["score", "a100.yaml", "score-half.csv", "--max-mape", "0.05",
+    result = runner.invoke(app, ["score", "laws/a100.yaml", "score-half.csv", "--max-mape", "0.05",
                                  "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -264,7 +264,7 @@ def test_a_law_scored_on_captures_with_shifted_host_time_fails_max_mape(tmp_path
     phi = frame["model"] == "microsoft/phi-2"
     frame.loc[phi, "schedule_s"] *= 1.15  # the engine change moved phi-2's scheduling by 15%
     frame.to_csv(tmp_path / "shifted.csv", index=False)
-    result = runner.invoke(app, ["score", "a100.yaml", "shifted.csv", "--max-mape", "0.1"])
+    result = runner.invoke(app, ["score", "laws/a100.yaml", "shifted.csv", "--max-mape", "0.1"])
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
     fails = [line for line in lines if line.startswith("FAIL ")]
@@ -277,9 +277,9 @@ def test_the_qwen_law_fitted_without_its_overflow_rows_fails_on_them(tmp_path: P
     fit_path, score_path = _split_sarathi(tmp_path)
     result = runner.invoke(app, [
         "fit", str(fit_path), "--formula", "schedule_s ~ 1 + batch_size", "--by", "model,tp",
-        "--method", "robust", "--captured-on", "1234abcd", "--out", "robust.yaml"])
+        "--method", "robust", "--captured-on", "1234abcd", "--out", "laws/robust.yaml"])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["score", "robust.yaml", str(score_path), "--max-mape", "0.05",
+    result = runner.invoke(app, ["score", "laws/robust.yaml", str(score_path), "--max-mape", "0.05",
                                  "--where", "model == 'Qwen/Qwen-72B'"])
     assert result.exit_code == 1, result.output
     assert "FAIL schedule_s[Qwen/Qwen-72B,4]: MAPE 8.0% > 5.0%" in result.stdout.splitlines()

@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import FitError
+from lawkit.fitting.runner import fit_arrays
 from lawkit.fitting.solve import (
     EPS,
     FitResult,
     PartialFit,
     ResidualPass,
-    fit,
     fit_ols,
     fit_ols_streamed,
     fold_chunk,
@@ -155,19 +155,19 @@ def test_collinearity_is_caught_in_millions_of_rows_too() -> None:
 def test_too_few_rows_unknown_methods_and_bad_values_are_fit_errors() -> None:
     x, y, _w = problem(n=3)
     with pytest.raises(FitError, match="too few rows: 3 rows for 3 terms"):
-        fit(x, y, TERMS)
+        fit_arrays(x, y, TERMS)
     x, y, _w = problem()
     with pytest.raises(FitError, match="unknown fit method 'lasso'"):
-        fit(x, y, TERMS, method="lasso")
+        fit_arrays(x, y, TERMS, method="lasso")
     x[17, 2] = np.nan
     with pytest.raises(FitError, match="term num_tokens is nan on row 17"):
-        fit(x, y, TERMS)
+        fit_arrays(x, y, TERMS)
     x, y, w = problem()
     w[5] = -1.0
     with pytest.raises(FitError, match=r"weight is -1.0 on row 5: weights must be finite"):
-        fit(x, y, TERMS, weights=w)
+        fit_arrays(x, y, TERMS, weights=w)
     with pytest.raises(FitError, match="200 design rows but 199 target values"):
-        fit(x, y[:-1], TERMS)
+        fit_arrays(x, y[:-1], TERMS)
 
 
 def test_streamed_errors_number_rows_across_chunks() -> None:
@@ -323,7 +323,7 @@ def test_ols_on_every_sarathi_group_matches_exact_rational_arithmetic() -> None:
     assert len(groups) == 6
     for bs, y in groups.values():
         x = design(bs)
-        result = fit(x, y, ["1", "batch_size"])
+        result = fit_arrays(x, y, ["1", "batch_size"])
         for got, exact in zip(result.coef, exact_ols(x, y), strict=True):
             assert abs(Fraction(got) - exact) <= Fraction(1, 10**10) * abs(exact)
 
@@ -332,22 +332,22 @@ def test_robust_fit_shrugs_off_the_qwen72b_tp4_regime_break() -> None:
     bs, y = sarathi_groups()[("Qwen/Qwen-72B", 4)]
     x = design(bs)
     on_line = bs <= 96
-    truth = fit(x[on_line], y[on_line], ["1", "batch_size"]).coef[1]
-    ols, huber, robust = (fit(x, y, ["1", "batch_size"], method=m).coef[1]
+    truth = fit_arrays(x[on_line], y[on_line], ["1", "batch_size"]).coef[1]
+    ols, huber, robust = (fit_arrays(x, y, ["1", "batch_size"], method=m).coef[1]
                           for m in ("ols", "huber", "robust"))
     assert abs(robust / truth - 1) < 0.05
     assert abs(ols / truth - 1) > 0.5 and abs(huber / truth - 1) > 0.4
-    result = fit(x, y, ["1", "batch_size"], method="robust")
+    result = fit_arrays(x, y, ["1", "batch_size"], method="robust")
     assert result.method == "robust" and result.downweighted is not None
     assert result.downweighted >= 2 and result.scale is not None and result.scale > 0
-    assert fit(x, y, ["1", "batch_size"], method="robust") == result  # deterministic
+    assert fit_arrays(x, y, ["1", "batch_size"], method="robust") == result  # deterministic
 
 
 def test_robust_methods_agree_with_ols_on_clean_data() -> None:
     x, y, w = problem(n=300, seed=4)
-    ols = fit(x, y, TERMS, weights=w)
+    ols = fit_arrays(x, y, TERMS, weights=w)
     for method in ("huber", "robust"):
-        other = fit(x, y, TERMS, method=method, weights=w)
+        other = fit_arrays(x, y, TERMS, method=method, weights=w)
         assert scaled_distance(other, ols, x) < 0.05, method
         assert other.method == method and other.n == 300
 
@@ -355,9 +355,9 @@ def test_robust_methods_agree_with_ols_on_clean_data() -> None:
 def test_huber_and_robust_downweight_gross_outliers() -> None:
     x, y, _w = problem(n=100, seed=5)
     y[:10] += 50.0
-    clean = fit(x[10:], y[10:], TERMS)
+    clean = fit_arrays(x[10:], y[10:], TERMS)
     for method in ("huber", "robust"):
-        result = fit(x, y, TERMS, method=method)
+        result = fit_arrays(x, y, TERMS, method=method)
         assert result.downweighted is not None and result.downweighted >= 10
         assert scaled_distance(result, clean, x) < 0.05, method
 
@@ -366,7 +366,7 @@ def test_nnls_holds_a_negative_coefficient_at_zero() -> None:
     rng = np.random.default_rng(6)
     x = np.column_stack([np.ones(80), rng.uniform(0, 10, 80), rng.uniform(0, 10, 80)])
     y = 5.0 + 2.0 * x[:, 1] - 0.3 * x[:, 2] + 0.1 * rng.standard_normal(80)
-    result = fit(x, y, TERMS, method="nnls")
+    result = fit_arrays(x, y, TERMS, method="nnls")
     assert result.coef[2] == 0.0 and math.isnan(result.stderr[2])
     free = fit_ols(x[:, :2], y, TERMS[:2])
     assert result.coef[:2] == free.coef
@@ -378,7 +378,7 @@ def test_nnls_holds_a_negative_coefficient_at_zero() -> None:
 
 def test_nnls_equals_ols_when_ols_is_already_non_negative() -> None:
     x, y, _w = problem()
-    assert fit(x, y, TERMS, method="nnls").coef == fit(x, y, TERMS).coef
+    assert fit_arrays(x, y, TERMS, method="nnls").coef == fit_arrays(x, y, TERMS).coef
 
 
 def test_robust_fit_on_thousands_of_rows_survives_thirty_percent_garbage() -> None:
@@ -388,6 +388,6 @@ def test_robust_fit_on_thousands_of_rows_survives_thirty_percent_garbage() -> No
     y = x @ np.array([0.04, 0.0154, 2e-4]) + 0.01 * rng.standard_normal(n)
     bad = rng.random(n) < 0.3
     y[bad] = rng.uniform(0, 1, int(bad.sum()))
-    result = fit(x, y, TERMS, method="robust")
+    result = fit_arrays(x, y, TERMS, method="robust")
     np.testing.assert_allclose(result.coef, [0.04, 0.0154, 2e-4], rtol=0.02)
     assert result.downweighted is not None and result.downweighted >= int(bad.sum()) * 0.9

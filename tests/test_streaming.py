@@ -141,7 +141,8 @@ def test_the_statistics_fit_prints_are_the_ones_score_prints_on_the_same_rows(
         tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     capture = _capture(tmp_path / "caps.csv")
-    out = tmp_path / "laws.yaml"
+    (tmp_path / "laws").mkdir()
+    out = tmp_path / "laws" / "s.yaml"
     report = lawkit.fit(capture, out=out, formula="schedule_s ~ 1 + batch_size", by="model",
                         method=method, captured_on="68ad8fc6", workspace=tmp_path)
     scored = lawkit.score(out, capture, workspace=tmp_path)

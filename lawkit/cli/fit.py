@@ -95,10 +95,8 @@ def fit(
     provenance, to a law file.
 
     Start from --formula 'T ~ 1 + batch_size + step(batch_size,auto)' --method ols --by
-    model,tp: on the Sarathi A100 captures (bench/accuracy.py) it beats Vidur's RandomForest
-    and polynomial predictors, MAPE mean / worst group 3.9 / 10.8% interpolating (theirs 7.1 /
-    13.6, 4.1 / 11.7), 3.5 / 7.7% leaving one batch size out (11.2 / 17.0, 5.2 / 17.2) and 9.1%
-    extrapolating (24.6, 20.4). Compare forms with --cv batch_size.
+    model,tp, and compare forms with --cv batch_size. The law file goes below the laws folder
+    (*.yaml or *.yml), where lawkit check reads it.
 
     Exit 0 when written; 2 for a bad capture, formula or flag: then nothing is written.
     """

@@ -1,6 +1,11 @@
 """Fitting and scoring laws: captures, formulas, least squares, the methods, the local and Dask
 runners, statistics, score and plots.
 
+A fit reads top-down (`fit`, which holds only the order): `request` (what was asked), `plan`
+(which laws), `scan` (the first pass; `source` and `spill` keep the rows for the others),
+`local` or `distributed` (each law's passes: `methods` driven by `runner`, over `solve`),
+`stats` and `provenance` (what the law file records), `report`, then `lawmerge` writes.
+
 Heavy: numpy, scipy, pandas and pyarrow (the `lawkit[fit]` extra), imported only by `fit`,
 `score` and array prediction.
 

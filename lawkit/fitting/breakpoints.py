@@ -12,7 +12,8 @@ number at most `MAX_CANDIDATES`, else one after the other (the first with the te
 second left out, then the second with the first fixed).
 
 Every candidate is a full fit by the law's method: in memory, over the law's rows gathered
-once; streamed, a full streamed fit each (`Rows`).
+once; streamed, a full streamed fit each; on a Dask cluster, a fit over its tasks and a pass
+that sums each task's objective (`Rows`: the same candidates and the same `objective`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ class Rows(Protocol):
     def distinct(self, column: str) -> FloatArray:
         """The distinct values of `column`, sorted."""
 
-    def residuals(self, terms: tuple[str, ...]) -> tuple[float | None,
-                                                          Iterator[tuple[FloatArray,
-                                                                         FloatArray | None]]]:
-        """Fit `terms` by the law's method: (its robust scale or None, the residuals and
-        weights in chunks); no terms: the target itself; FitError when they cannot be fitted."""
+    def fit(self, terms: tuple[str, ...]) -> tuple[float | None, FloatArray]:
+        """Fit `terms` by the law's method: (its robust scale or None, the coefficients);
+        no terms: (None, no coefficients); FitError when they cannot be fitted."""
+
+    def loss(self, terms: tuple[str, ...], coef: FloatArray, scale: float | None) -> float:
+        """The law method's `objective` of the residuals at `coef` (no terms: the target)."""
 
 
 @dataclass(frozen=True)
@@ -147,10 +149,8 @@ def search(terms: Sequence[str], method: str, rows: Rows) -> Search:
                            "number")
         grids[factor] = grid
     base = without(terms, autos)
-    base_scale, chunks = rows.residuals(base)
-    for _ in chunks:
-        pass
-    score = _objective(method, base_scale, rows)
+    base_scale, _coef = rows.fit(base)
+    score = _objective(base_scale, rows)
     best: dict[str, float]
     joint = len(autos) == 1 or math.prod(len(g) for g in grids.values()) <= MAX_CANDIDATES
     if joint:
@@ -173,11 +173,10 @@ def search(terms: Sequence[str], method: str, rows: Rows) -> Search:
     return Search(terms=placed, origin=origin, choices=tuple(choices), joint=joint)
 
 
-def _objective(method: str, base_scale: float | None, rows: Rows,
-               ) -> Callable[[tuple[str, ...]], float]:
+def _objective(base_scale: float | None, rows: Rows) -> Callable[[tuple[str, ...]], float]:
     def score(terms: tuple[str, ...]) -> float:
-        scale, chunks = rows.residuals(terms)
-        return objective(method, chunks, base_scale if base_scale else scale)
+        scale, coef = rows.fit(terms)
+        return rows.loss(terms, coef, base_scale if base_scale else scale)
 
     return score
 

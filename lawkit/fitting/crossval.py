@@ -11,6 +11,8 @@ of one K chosen with the test rows in view.
 The law stores `fit.cv`: `{column: COL | split: files|random, seed: S; folds, mape,
 worst_mape}` with `mape` pooled over every held-out row (each row is held out once) and
 `worst_mape` the worst fold's; `failed` counts folds whose training rows could not be fitted.
+A law whose rows hold one value of COL (nothing to leave out), or whose every fold failed, is
+an error: a `fit.cv` of no fold would read as a score.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lawkit.errors import FitError
+from lawkit.fitting.rows import Split, row_uniform
 
 if TYPE_CHECKING:
     from lawkit.fitting import captures
-    from lawkit.fitting.fit import BoolArray, FitRequest, LawSpec, Runner
-
-from lawkit.fitting.fit import Split, row_uniform
+    from lawkit.fitting.request import FitRequest, LawSpec, Runner
+    from lawkit.fitting.rows import BoolArray
 
 
 @dataclass(frozen=True)
@@ -92,14 +94,20 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
     out = {}
     for law, plan in zip(laws, plans, strict=True):
         if len(plan) < 2:
-            continue
+            assert isinstance(parsed, str)  # K folds are always K >= 2
+            held = f" ({plan[0].value!r})" if plan else ""
+            raise FitError(f"law {law.name}: --cv {parsed}: its rows hold one value of {parsed}"
+                           f"{held}: leaving it out leaves no rows to fit; cross-validate by "
+                           f"folds (--cv 5), or by a column with several values")
         n_total = used = failed = 0
         ape = worst = 0.0
+        first: str | None = None
         for fold in plan:
             try:
                 fitted = runner.fit([law], request, fold)[0]
-            except FitError:
+            except FitError as exc:
                 failed += 1
+                first = first or f"{_fold_name(fold)}: {exc.detail}"
                 continue
             hold = fitted.law["fit"].get("holdout", {})
             n = int(hold.get("n", 0))
@@ -109,6 +117,11 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             n_total += n
             ape += float(hold["mape"]) * n
             worst = max(worst, float(hold["mape"]))
+        if not used:
+            why = f" (the first: {first})" if first else ": none held out a row it could score"
+            raise FitError(f"--cv {request.cv}: every fold of law {law.name} failed{why}; with "
+                           "no fold scored there is no cross-validation to store: choose "
+                           "another --cv, or drop it")
         entry: dict[str, Any] = {**record, "folds": used}
         if n_total:
             entry["mape"] = ape / n_total
@@ -117,6 +130,13 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             entry["failed"] = failed
         out[law.name] = entry
     return out
+
+
+def _fold_name(fold: Fold) -> str:
+    """A fold as a message names it."""
+    if fold.column is not None:
+        return f"leaving out {fold.column} = {fold.value!r}"
+    return f"fold {fold.fold + 1} of {fold.folds}"
 
 
 def _k_folds(k: int, seed: int, nfiles: int) -> list[Fold]:

@@ -9,7 +9,7 @@ Tasks. Each capture file is one task; a Parquet file of more than `ROWS_PER_TASK
 several row groups is one task per run of row groups of about that many rows (`Part`). CSV,
 JSON Lines and gzip-compressed files are one task each: they cannot be cut without reading them
 whole. A task gets the path, never the data: workers read the files themselves (in chunks of
-`fit.STREAM_ROWS` rows, so a worker's memory does not grow with the file), which is why they
+`source.STREAM_ROWS` rows, so a worker's memory does not grow with the file), which is why they
 need lawkit installed and read access to the capture paths as the client names them.
 
 Passes (each one reads every task's rows once and returns one small state per task); besides
@@ -65,20 +65,14 @@ from typing import Any
 import numpy as np
 
 from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.fitting import captures, methods, solve
-from lawkit.fitting.fit import (
-    STREAM_ROWS,
-    FitRequest,
-    FittedLaw,
-    LawSpec,
-    RowsSeen,
-    Scan,
-    Split,
-    law_design,
-    law_entry,
-    law_rows,
-    scan_columns,
-)
+from lawkit.fitting import breakpoints, captures, methods, solve
+from lawkit.fitting.breakpoints import auto_factors
+from lawkit.fitting.report import FittedLaw
+from lawkit.fitting.request import FitRequest, LawSpec
+from lawkit.fitting.rows import RowsSeen, Split, law_design, law_rows
+from lawkit.fitting.scan import Scan, scan_columns
+from lawkit.fitting.source import STREAM_ROWS
+from lawkit.fitting.stats import law_entry
 
 Array = solve.Array
 
@@ -91,8 +85,6 @@ INSTALL = "--dask needs dask.distributed: pip install 'lawkit[dask]'"
 PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 CONNECT_TIMEOUT = "20s"
 """How long to try to reach a scheduler before giving up."""
-_DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
-_GATHER = 1 << 16  # candidates for the median few enough to send as values
 _NO_ROWS = "__lawkit_rows__"
 _FAN_IN = 8  # results per merge task
 
@@ -299,7 +291,44 @@ class _Holdout:
     coef: Array
 
 
-_Request = methods.Request | _Seeing | _Holdout
+@dataclass(frozen=True)
+class _Distinct:
+    """The distinct values of `column` among the law's rows (a breakpoint's candidates)."""
+
+    column: str
+
+
+@dataclass(frozen=True)
+class _Loss:
+    """The law method's breakpoint objective (`breakpoints.objective`) of the residuals at
+    `coef` (`fitted` false: of the target itself), summed over the rows."""
+
+    coef: Array
+    scale: float | None
+    fitted: bool
+
+
+_Request = methods.Request | _Seeing | _Holdout | _Distinct | _Loss
+
+
+@dataclass
+class _Values:
+    """Distinct values, sorted."""
+
+    values: Array
+
+    def merge(self, other: _Values) -> _Values:
+        return _Values(np.union1d(self.values, other.values))
+
+
+@dataclass
+class _Total:
+    """A sum over rows."""
+
+    total: float
+
+    def merge(self, other: _Total) -> _Total:
+        return _Total(self.total + other.total)
 
 
 @dataclass
@@ -391,7 +420,14 @@ def _answer(request: _Request, reply: Any, law: LawSpec, chunk: captures.Chunk,
         return fold
     if not rows.any():
         return reply
+    if isinstance(request, _Distinct):
+        found = _Values(np.unique(chunk.columns[request.column][rows]))
+        return found if reply is None else reply.merge(found)
     x, y, w = law_design(law, chunk, rows)
+    if isinstance(request, _Loss):
+        r = y - methods.matvec(x, request.coef) if request.fitted else y
+        part = _Total(breakpoints.objective(law.method, iter([(r, w)]), request.scale))
+        return part if reply is None else reply.merge(part)
     if isinstance(request, _Holdout):
         sums = reply if isinstance(reply, methods.Summary) else methods.Summary()
         return sums.merge(methods.Summary.of(y, y - x @ request.coef))
@@ -450,6 +486,9 @@ class DaskRunner:
         groups = client.gather([client.submit(row_groups, capture, key=self._key("plan", i))
                                 for i, capture in enumerate(self.found)])
         self.parts = plan_parts(self.found, groups, rows_per_task or ROWS_PER_TASK)
+        self.passes: dict[str, int] = {}
+        """Reads of every task's rows: `scan`, and `fit` for the passes of all laws together."""
+        self._round = 0  # numbers every pass's tasks: a key is never submitted twice
 
     def _key(self, *name: object) -> str:
         return "-".join(["lawkit", *(str(n) for n in name), self.run])
@@ -465,18 +504,28 @@ class DaskRunner:
                    for k, part in enumerate(self.parts)]
         scan = _raise_failed(self._reduce(futures, "scan").result())
         assert isinstance(scan, Scan)
+        self.passes["scan"] = self.passes.get("scan", 0) + 1
         return scan.sort_groups()
 
     def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
             ) -> list[FittedLaw]:
-        """Every law, its passes run together with the other laws' passes."""
+        """Every law, its passes run together with the other laws' passes; a law with `auto`
+        breakpoints searched first (`breakpoints.search`, over the tasks)."""
+        searches: list[breakpoints.Search | None] = []
+        placed = []
+        for law in laws:
+            search = None
+            if auto_factors(law.terms):
+                search = self._search(law, request, split)
+                law = replace(law, terms=search.terms)
+            searches.append(search)
+            placed.append(law)
+        laws = placed
         drivers = [_law(law, split) for law in laws]
         pending = {i: next(driver) for i, driver in enumerate(drivers)}
         done: dict[int, tuple[solve.FitResult, RowsSeen, dict[str, Any] | None]] = {}
-        rounds = 0
         while pending:
-            replies = self._pass(rounds, [(laws[i], r) for i, r in pending.items()], request,
-                                 split)
+            replies = self._pass([(laws[i], r) for i, r in pending.items()], request, split)
             following = {}
             failed: list[tuple[int, FitError]] = []
             for i, reply in zip(pending, replies, strict=True):
@@ -492,18 +541,54 @@ class DaskRunner:
                 where = f" (where {selection})" if selection else ""
                 raise FitError(f"law {laws[first].name}{where}: {error.detail}") from None
             pending = following
-            rounds += 1
         shown = [c.shown for c in self.found]
         out = []
         for i, law in enumerate(laws):
             result, seen, holdout = done[i]
             domain = {name: [seen.low[name], seen.high[name]] for name in law.features
                       if name in seen.low}
+            search = searches[i]
             mapping = law_entry(law, result, domain=domain, dropped=seen.dropped,
                                 holdout=holdout,
-                                split=split.describe(shown) if split is not None else None)
-            out.append(FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped))
+                                split=split.describe(shown) if split is not None else None,
+                                origin=search.origin if search is not None else None)
+            out.append(FittedLaw(spec=law, law=mapping, n=result.n, dropped=seen.dropped,
+                                 search=search))
         return out
+
+    def _search(self, law: LawSpec, request: FitRequest, split: Split | None,
+                ) -> breakpoints.Search:
+        """The breakpoint search of a law, every candidate fitted and scored over the tasks."""
+        selection = law.selection()
+        where = f"law {law.name}" + (f" (where {selection})" if selection else "")
+        if law.method == "robust":
+            # its objective, the M-scale of a sample of all residuals, is not a sum over tasks
+            raise FitError(f"{where}: {', '.join(auto_factors(law.terms))} with --method "
+                           "robust: its breakpoint search runs in this process: drop --dask, "
+                           "or give K as a number")
+        try:
+            return breakpoints.search(law.terms, law.method, _DaskRows(self, law, request, split))
+        except FitError as exc:
+            raise FitError(f"{where}: {exc.detail}") from None
+
+    def solve_law(self, law: LawSpec, request: FitRequest, split: Split | None,
+                  ) -> solve.FitResult:
+        """One law's fit by its method over the tasks (the rows `split` holds out left out),
+        with no holdout score: a breakpoint candidate."""
+        driver = _law(law, None)
+        pending = next(driver)
+        while True:
+            reply = self._pass([(law, pending)], request, split)[0]
+            try:
+                pending = driver.send(reply)
+            except StopIteration as done:
+                result: solve.FitResult = done.value[0]
+                return result
+
+    def answer(self, law: LawSpec, asked: _Request, request: FitRequest,
+               split: Split | None) -> Any:
+        """One request of one law answered over the tasks, merged."""
+        return self._pass([(law, asked)], request, split)[0]
 
     def hashes(self) -> list[str]:
         """The sha256 of every capture file, hashed on the workers."""
@@ -514,15 +599,18 @@ class DaskRunner:
             out.append(str(value))
         return out
 
-    def _pass(self, rounds: int, work: list[tuple[LawSpec, _Request]], request: FitRequest,
+    def _pass(self, work: list[tuple[LawSpec, _Request]], request: FitRequest,
               split: Split | None) -> list[Any]:
         """One read of every task's rows: each law's request answered and merged."""
+        name = f"pass{self._round}"
+        self._round += 1
+        self.passes["fit"] = self.passes.get("fit", 0) + 1
         futures = [self.client.submit(_pass_task, k, part, self.spec, work,
                                       request.drop_invalid, split,
                                       request.chunk_rows or self.chunk_rows,
-                                      key=self._key(f"pass{rounds}", k))
+                                      key=self._key(name, k))
                    for k, part in enumerate(self.parts)]
-        replies = _raise_failed(self._reduce(futures, f"pass{rounds}").result())
+        replies = _raise_failed(self._reduce(futures, name).result())
         assert isinstance(replies, list)
         return replies
 
@@ -537,6 +625,32 @@ class DaskRunner:
                      for j in range(0, len(level), _FAN_IN)]
             depth += 1
         return level[0]
+
+
+class _DaskRows:
+    """A law's rows on the cluster, as the breakpoint search needs them (`breakpoints.Rows`):
+    the same candidates and objective as a local search, each a pass over the tasks."""
+
+    def __init__(self, runner: DaskRunner, law: LawSpec, request: FitRequest,
+                 split: Split | None) -> None:
+        self.runner, self.law, self.request, self.split = runner, law, request, split
+
+    def distinct(self, column: str) -> Array:
+        found = self.runner.answer(self.law, _Distinct(column), self.request, self.split)
+        return found.values if found is not None else np.zeros(0)
+
+    def fit(self, terms: tuple[str, ...]) -> tuple[float | None, Array]:
+        if not terms:
+            return None, np.zeros(0)
+        result = self.runner.solve_law(replace(self.law, terms=terms), self.request,
+                                       self.split)
+        return result.scale, np.asarray(result.coef, dtype=np.float64)
+
+    def loss(self, terms: tuple[str, ...], coef: Array, scale: float | None) -> float:
+        law = replace(self.law, terms=terms or ("1",))
+        total = self.runner.answer(law, _Loss(coef, scale, bool(terms)), self.request,
+                                   self.split)
+        return total.total if total is not None else 0.0
 
 
 def _raise_failed(value: Any) -> Any:

@@ -28,7 +28,7 @@ from lawkit.lawfiles import lawfile, lawwrite, textedit
 from lawkit.lawfiles.textedit import Edit
 
 if TYPE_CHECKING:
-    from lawkit.fitting.fit import FitReport
+    from lawkit.fitting.report import FitReport
 
 _LAW_KEYS = ("name", "target", "where", "filter", "terms", "fit", "domain")
 _ITEM_PREFIX = re.compile(r" *- +\Z")

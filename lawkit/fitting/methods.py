@@ -22,7 +22,8 @@ Methods (`METHODS`, the one registry):
 
 - ``ols``: fold, then iterative refinement to the float64 limit (`solve.refine`);
 - ``huber``: Huber M-estimate (c = 1.345) by IRLS, each step a median pass (the MAD scale,
-  exact, about 3 selection passes of 12 bits) and a weighted fold; the final step refined;
+  exact, usually 2 selection passes: 20 bits, then the bucket gathered) and a weighted fold;
+  the final step refined;
 - ``robust``: MM-estimate: the high-breakdown start (FAST-LTS and the biweight M-scale of its
   residuals, `lawkit.fitting.robust`) is computed on a bounded sample of at most
   `SAMPLE_ROWS` (20,000) rows, all rows when there are fewer; then Tukey biweight IRLS
@@ -56,6 +57,10 @@ SAMPLE_ROWS = 20_000
 """At most this many rows (a sample, chosen by a hash of their values) feed the high-breakdown
 start of ``robust``; its reweighting passes use every row."""
 _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
+# The first pass resolves more: sign, exponent and 8 bits of mantissa (2^20 counts, 8 MiB),
+# after which the median's bucket (values within 0.4% of it) is few enough to gather at
+# tens of millions of rows: two passes per median where 12 bits took three (issue 24).
+_FIRST_DIGIT = 20
 _GATHER = 1 << 16  # candidates for the median few enough to send as values
 _MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
 
@@ -320,10 +325,15 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
     return out
 
 
+def _width(shift: int) -> int:
+    """The bits a selection pass resolves below the first `64 - shift` of the bucket."""
+    return _FIRST_DIGIT if shift == 64 else min(_DIGIT, shift)
+
+
 def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Array | None,
             ) -> Selected:
     out = reply if reply is not None else Selected(
-        [np.zeros(1 << min(_DIGIT, shift), dtype=np.int64) if not gather else np.zeros(0)
+        [np.zeros(1 << _width(shift), dtype=np.int64) if not gather else np.zeros(0)
          for _prefix, shift, gather in request.buckets])
     r = y - matvec(x, request.coef)
     if request.step is not None and y.size:
@@ -335,9 +345,14 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
         if gather:
             out.found[k] = np.concatenate([out.found[k], inside.view(np.float64)])
             continue
-        width = min(_DIGIT, shift)
-        digits = (inside >> np.uint64(shift - width)) & np.uint64((1 << width) - 1)
-        out.found[k] += np.bincount(digits.astype(np.intp), minlength=1 << width)
+        width = _width(shift)
+        digits = ((inside >> np.uint64(shift - width)) & np.uint64((1 << width) - 1)
+                  ).astype(np.intp)
+        if digits.size * 8 < 1 << width:  # a small chunk: no histogram-sized temporary
+            values, counts = np.unique(digits, return_counts=True)
+            out.found[k][values] += counts
+        else:
+            out.found[k] += np.bincount(digits, minlength=1 << width)
     return out
 
 
@@ -446,7 +461,7 @@ def ols_passes(terms: Sequence[str]) -> Steps:
 class _Median:
     """The exact median of |r| over `n` values by radix selection on their bits (non-negative
     floats order as their bit patterns): each pass counts the values of the bucket holding a
-    middle rank by their next 12 bits, until the bucket is few enough to gather."""
+    middle rank by their next bits (20, then 12), until the bucket is few enough to gather."""
 
     def __init__(self, n: int) -> None:
         ranks = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
@@ -469,7 +484,7 @@ class _Median:
             if count <= _GATHER:
                 self.values[k] = float(np.sort(found)[rank])
                 continue
-            width = min(_DIGIT, shift)
+            width = _width(shift)
             cumulative = np.cumsum(found)
             digit = int(np.searchsorted(cumulative, rank, side="right"))
             below = int(cumulative[digit - 1]) if digit else 0
@@ -618,18 +633,21 @@ def nnls_passes(terms: Sequence[str]) -> Steps:
 
 @dataclass(frozen=True)
 class Method:
-    """A fitting method: its name, what it is, and its passes."""
+    """A fitting method: its name, what it is, its passes, and how many passes over the rows
+    a fit typically makes (the progress bar's first estimate: an iterative method stops when
+    its fit stops moving)."""
 
     name: str
     summary: str
     passes: Callable[[Sequence[str]], Steps] = field(repr=False)
+    typical_passes: int = 3
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("ols", "least squares, refined to the float64 limit", ols_passes),
-    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes),
+    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes, 40),
     Method("robust", "MM-estimate: high-breakdown start (FAST-LTS on a sample of at most "
-                     f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes),
+                     f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes, 20),
     Method("nnls", "least squares with every coefficient >= 0", nnls_passes),
 )}
 """The one registry of fitting methods, in the order help and messages list them."""

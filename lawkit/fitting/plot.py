@@ -25,7 +25,7 @@ from lawkit.lawfiles.predict import has_column
 
 if TYPE_CHECKING:
     from lawkit.config import Workspace
-    from lawkit.fitting.fit import FitReport
+    from lawkit.fitting.report import FitReport
     from lawkit.fitting.score import Metrics, ScoreReport
     from lawkit.lawfiles.lawfile import Law
 

@@ -64,7 +64,7 @@ def run_arrays(steps: methods.Steps, x: Array, y: Array, w: Array | None) -> sol
 
 def fit_arrays(x: ArrayLike, y: ArrayLike, terms: Sequence[str], method: str = "ols",
                weights: ArrayLike | None = None) -> solve.FitResult:
-    """Fit ``y ~ x`` in memory by ``method``: `solve.fit`'s implementation."""
+    """Fit ``y ~ x`` in memory by ``method`` (ols, huber, robust, nnls), optionally weighted."""
     names = tuple(terms)
     steps = methods.passes(method, names)
     xa, ya, wa = solve.as_design(names, x, y, weights)

@@ -801,15 +801,3 @@ def fit_ols_streamed(chunks: Callable[[], Iterable[Chunk]], terms: Sequence[str]
         return acc
 
     return finish(state, run_pass, method)
-
-
-def fit(x: ArrayLike, y: ArrayLike, terms: Sequence[str], method: str = "ols",
-        weights: ArrayLike | None = None) -> FitResult:
-    """Fit ``y ~ x`` in memory by ``method`` (ols, huber, robust, nnls), optionally weighted.
-
-    The passes of `lawkit.fitting.methods`, run over the rows in memory (`runner.fit_arrays`).
-    """
-    # The methods build on this module; importing them here keeps the import graph acyclic.
-    from lawkit.fitting import runner
-
-    return runner.fit_arrays(x, y, terms, method, weights)

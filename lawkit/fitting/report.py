@@ -1,0 +1,130 @@
+"""The outcome of a fit (`FitReport`, one `FittedLaw` each): what `lawkit fit` prints, its
+`--json` document, and the `fit` provenance entry of the file it writes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lawkit import __version__
+from lawkit.fitting.breakpoints import Search
+from lawkit.fitting.request import LawSpec
+
+
+@dataclass
+class FittedLaw:
+    """A fitted law: the law-file mapping and what the report says about it."""
+
+    spec: LawSpec
+    law: dict[str, Any]
+    n: int
+    dropped: int
+    replaced: bool = False
+    search: Search | None = None
+    """The breakpoint search, when the formula had `auto` factors."""
+
+
+@dataclass
+class FitReport:
+    """The outcome of a fit: the laws, the digest, the captures, and the file (once written)."""
+
+    out: Path
+    out_shown: str
+    laws: list[FittedLaw]
+    digest: str
+    digests: list[str]
+    records: int
+    captures: list[dict[str, str]]
+    at: str
+    labels: dict[str, Any]
+    kept: list[str] = field(default_factory=list)
+    footprint: dict[str, str] | None = None
+    """The footprint the fit is bound to: `{path, sha256}`, the path from the workspace root."""
+    dropped: int = 0
+    """Rows dropped (--drop-invalid) for an empty or invalid selection or digest value; the
+    rows each law dropped for its fitted columns are in its `fit.dropped`."""
+    written: bool = False
+    text: str = ""
+    passes: dict[str, int] = field(default_factory=dict)
+    """Reads of the rows: by the scan and per law (`Runner.passes`)."""
+
+    def provenance(self, body: str) -> dict[str, Any]:
+        """The `fit` provenance entry for a file whose laws hash to `body`."""
+        entry: dict[str, Any] = {"digest": self.digest, "at": self.at, "records": self.records,
+                                 "body": body, "captures": self.captures,
+                                 "lawkit": __version__}
+        if len(self.digests) > 1:
+            entry["digests"] = self.digests
+        if self.footprint is not None:
+            entry["footprint"] = self.footprint
+        return entry
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the JSON document `lawkit fit --json` prints."""
+        return {
+            "out": self.out_shown,
+            "written": self.written,
+            "digest": self.digest,
+            "records": self.records,
+            "captures": self.captures,
+            "laws": [{**_json_safe(f.law), "replaced": f.replaced, "dropped": f.dropped}
+                     for f in self.laws],
+            "kept": self.kept,
+            "dropped": self.dropped,
+            "passes": self.passes,
+        }
+
+    def lines(self) -> list[str]:
+        """What `lawkit fit` prints: one line per law, then the file."""
+        out = []
+        for fitted in self.laws:
+            stats = fitted.law.get("fit", {})
+            parts = [f"n={fitted.n}"]
+            for key in ("r2", "rmse", "mape"):
+                if key in stats:
+                    parts.append(f"{key}={stats[key]:.6g}")
+            if fitted.dropped:
+                parts.append(f"dropped={fitted.dropped}")
+            if "holdout" in stats:
+                hold = stats["holdout"]
+                parts.append(f"holdout n={hold['n']}" + (f" mape={hold['mape']:.6g}"
+                                                        if "mape" in hold else ""))
+            out.append(f"{fitted.spec.name}: {' '.join(parts)}")
+            if fitted.search is not None:
+                out.extend(f"  {choice.describe(fitted.spec.method)}"
+                           for choice in fitted.search.choices)
+            if "cv" in stats:
+                from lawkit.fitting.crossval import describe_cv
+
+                out.append(f"  {describe_cv(stats['cv'])}")
+        replaced = sum(f.replaced for f in self.laws)
+        added = len(self.laws) - replaced
+        counts = [f"{added} added"] if added else []
+        if replaced:
+            counts.append(f"{replaced} replaced")
+        if self.kept:
+            counts.append(f"{len(self.kept)} kept")
+        if self.dropped:
+            out.append(f"dropped {self.dropped} row{'s' if self.dropped != 1 else ''} with an "
+                       "invalid selection or digest value")
+        verb = "wrote" if self.written else "would write"
+        out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
+                   f"{self.records} records)")
+        return out
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+
+__all__ = ["FitReport", "FittedLaw"]

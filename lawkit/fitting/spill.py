@@ -1,0 +1,351 @@
+"""The spill: a streamed fit's capture columns, parsed once, in a binary file every later pass
+reads instead of the text (issue 24).
+
+The first pass (the scan) parses the captures and appends each chunk to the spill: number
+columns as float64 (NaN where a value was not a number, as the chunk holds them), label and
+digest columns of text as int32 codes into a dictionary kept in this process, other label
+columns in their own numeric dtype. Consecutive chunks of a file are written as one block of
+up to `BLOCK_ROWS` rows (a CSV reader's chunks are its 1 MiB text blocks, some 25,000 rows:
+a pass over blocks ten times larger pays its per-chunk costs ten times less, and a pass's
+temporaries, a few design-sized arrays per block, stay near 10 MiB each), with a flag
+per column when every value of the block is valid, so that no pass checks it again. Every
+later pass reads the spill back block by block into one reused buffer with `readinto`: an
+mmap's touched pages would count as the process's resident memory, a read into one buffer
+holds one block.
+
+The file lives in the system temp folder (`tempfile.gettempdir()`, TMPDIR), never beside the
+laws, named `lawkit-spill-<pid>-*.bin`; it is removed when the fit ends, on error too, and a
+spill left by a killed fit (its process gone) is removed by the next fit's start. A disk that
+fills while spilling is a FitError naming the folder and TMPDIR.
+
+A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
+X in column order, y and the weights, piece by piece as the first pass cut them), and every
+later pass of its method reads those pieces back, with no row selection, validation or design
+to build again.
+
+A spilled chunk's arrays, and a spilled piece's, are views of the buffer: valid until the next
+block is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lawkit.errors import CaptureError, FitError
+from lawkit.fitting import captures
+
+PREFIX = "lawkit-spill-"
+BLOCK_ROWS = 1 << 18
+"""At most this many rows a block (fewer when the fit's chunks are smaller)."""
+_CODES = np.dtype(np.int32)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """Where one column of a block lies in the block: its dtype, whether it is coded, and
+    whether every value of the block is valid."""
+
+    name: str
+    dtype: str
+    offset: int
+    coded: bool
+    valid: bool
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One chunk as the scan read it: which rows of which file, and where its bytes are."""
+
+    file_index: int
+    start: int
+    size: int
+    digest: str | None
+    offset: int
+    nbytes: int
+    columns: tuple[_Column, ...]
+
+
+@dataclass
+class SpilledChunk(captures.Chunk):
+    """A chunk read back from the spill. Its error for an invalid value re-reads those rows of
+    the capture, so that the message quotes the value as the file holds it ("'abc' is not a
+    number"), as the text pass would have."""
+
+    chunk_rows: int = 0
+
+    def error(self, column: str, row: int) -> CaptureError:
+        at = self.start + row
+        for chunk in captures.read_chunks(self.capture, self.spec, chunk_rows=self.chunk_rows,
+                                          file_index=self.file_index):
+            if chunk.start <= at < chunk.start + chunk.size:
+                return chunk.error(column, at - chunk.start)
+        return super().error(column, row)
+
+
+@dataclass
+class Spill:
+    """A spill file being written (`write`) and then read (`chunks`); `remove` deletes it."""
+
+    path: Path
+    found: list[captures.Capture]
+    spec: captures.ColumnSpec
+    chunk_rows: int
+    _file: io.BufferedRandom | None = None
+    _blocks: list[_Block] = field(default_factory=list)
+    _codes: dict[str, dict[Any, int]] = field(default_factory=dict)
+    _values: dict[str, list[Any]] = field(default_factory=dict)
+    _size: int = 0
+    _pending: list[tuple[captures.Chunk, dict[str, tuple[Any, bool]]]] = field(
+        default_factory=list)
+
+    @classmethod
+    def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
+               chunk_rows: int) -> Spill:
+        """A new, empty spill in the temp folder (stale spills of killed fits removed first)."""
+        remove_stale(Path(tempfile.gettempdir()))
+        path, file = _temp_file()
+        return cls(path, found, spec, chunk_rows, file)
+
+    @property
+    def blocks(self) -> int:
+        """Blocks written so far."""
+        return len(self._blocks)
+
+    @property
+    def rows(self) -> int:
+        """Rows written so far."""
+        return sum(b.size for b in self._blocks)
+
+    def write(self, chunk: captures.Chunk) -> None:
+        """Append a chunk: to the pending block when it continues it, else a block of its own
+        (the pending one written first)."""
+        encoded = {name: self._encode(name, values) for name, values in chunk.columns.items()}
+        if self._pending:
+            last, before = self._pending[-1]
+            held = sum(c.size for c, _ in self._pending)
+            if (last.file_index != chunk.file_index or last.start + last.size != chunk.start
+                    or last.digest != chunk.digest
+                    or held + chunk.size > min(self.chunk_rows, BLOCK_ROWS)
+                    or [(n, v.dtype, c) for n, (v, c) in before.items()]
+                    != [(n, v.dtype, c) for n, (v, c) in encoded.items()]):
+                self.flush()
+        self._pending.append((chunk, encoded))
+
+    def flush(self) -> None:
+        """Write the pending chunks as one block."""
+        if not self._pending:
+            return
+        assert self._file is not None
+        first = self._pending[0][0]
+        size = sum(c.size for c, _ in self._pending)
+        columns = []
+        at = 0
+        try:
+            for name, (data, coded) in self._pending[0][1].items():
+                valid = all(bool(c.valid([name]).all()) for c, _ in self._pending)
+                columns.append(_Column(name, data.dtype.str, at, coded, valid))
+                for _chunk, encoded in self._pending:
+                    self._file.write(memoryview(encoded[name][0]).cast("B"))
+                    at += encoded[name][0].nbytes
+        except OSError as exc:
+            raise _no_room(exc, str(self.path.parent), self._size + at) from None
+        self._blocks.append(_Block(first.file_index, first.start, size, first.digest,
+                                   self._size, at, tuple(columns)))
+        self._size += at
+        self._pending.clear()
+
+    def _encode(self, name: str, values: Any) -> tuple[Any, bool]:
+        """(the column's bytes as an array, whether they are codes)."""
+        if values.dtype.kind != "O":
+            return np.ascontiguousarray(values), False
+        # Text (and anything else held as objects) as codes: a label column holds a handful
+        # of distinct values over millions of rows.
+        index = self._codes.setdefault(name, {})
+        known = self._values.setdefault(name, [])
+        before = len(index)
+        codes = np.fromiter((index.setdefault(_key(v), len(index)) for v in values.tolist()),
+                            dtype=_CODES, count=len(values))
+        if len(index) > before:
+            new = sorted((code, key) for key, code in index.items() if code >= before)
+            known.extend(_value(key) for _code, key in new)
+        return codes, True
+
+    def chunks(self) -> Iterator[SpilledChunk]:
+        """Every block in order, each read into the one buffer (a chunk's arrays are valid
+        until the next one is asked for)."""
+        assert self._file is not None
+        self.flush()
+        self._file.flush()
+        biggest = max((b.nbytes for b in self._blocks), default=0)
+        buffer = bytearray(biggest)
+        view = memoryview(buffer)
+        decoded = {name: np.array([*values, None], dtype=object)[:-1]
+                   for name, values in self._values.items()}
+        for block in self._blocks:
+            self._file.seek(block.offset)
+            got = self._file.readinto(view[:block.nbytes])
+            if got != block.nbytes:
+                raise FitError(f"the spill {self.path} was cut short ({got} of {block.nbytes} "
+                               "bytes of a block): was the temp folder cleaned during the fit?")
+            columns: dict[str, Any] = {}
+            everywhere = np.ones(block.size, dtype=bool)
+            for column in block.columns:
+                dtype = np.dtype(column.dtype)
+                values = np.frombuffer(buffer, dtype=dtype, count=block.size,
+                                       offset=column.offset)
+                columns[column.name] = decoded[column.name][values] if column.coded else values
+            yield SpilledChunk(capture=self.found[block.file_index],
+                               file_index=block.file_index, start=block.start, size=block.size,
+                               columns=columns, digest=block.digest, spec=self.spec,
+                               _valid={c.name: everywhere for c in block.columns if c.valid},
+                               chunk_rows=self.chunk_rows)
+
+    def remove(self) -> None:
+        """Close and delete the file (nothing happens the second time)."""
+        _remove(self.path, self._file)
+        self._file = None
+
+
+@dataclass
+class DesignSpill:
+    """One law's design pieces `(x, y, w)`, written by its first pass and read back by every
+    later one; a context manager that removes the file."""
+
+    path: Path
+    _file: io.BufferedRandom | None
+    _pieces: list[tuple[int, int, int, bool]] = field(default_factory=list)
+    """(offset, rows, columns, weighted) of each piece."""
+    _size: int = 0
+
+    @classmethod
+    def create(cls) -> DesignSpill:
+        """A new, empty design spill in the temp folder."""
+        return cls(*_temp_file())
+
+    @property
+    def rows(self) -> int:
+        """Rows written so far."""
+        return sum(rows for _, rows, _, _ in self._pieces)
+
+    def write(self, x: Any, y: Any, w: Any) -> None:
+        """Append a piece: x (rows by columns, stored column after column), y, w or None."""
+        assert self._file is not None
+        rows, cols = x.shape
+        parts: list[Any] = [np.asfortranarray(x, dtype=np.float64).T, np.ascontiguousarray(y)]
+        if w is not None:
+            parts.append(np.ascontiguousarray(w))
+        start = self._size
+        try:
+            for part in parts:
+                self._file.write(memoryview(part).cast("B"))
+                self._size += part.nbytes
+        except OSError as exc:
+            raise _no_room(exc, str(self.path.parent), self._size) from None
+        self._pieces.append((start, rows, cols, w is not None))
+
+    def pieces(self) -> Iterator[tuple[Any, Any, Any]]:
+        """Every piece in order, read into one buffer (valid until the next is asked for)."""
+        assert self._file is not None
+        self._file.flush()
+        sizes = [rows * (cols + 1 + weighted) * 8 for _, rows, cols, weighted in self._pieces]
+        buffer = bytearray(max(sizes, default=0))
+        view = memoryview(buffer)
+        for (offset, rows, cols, weighted), size in zip(self._pieces, sizes, strict=True):
+            self._file.seek(offset)
+            if self._file.readinto(view[:size]) != size:
+                raise FitError(f"the spill {self.path} was cut short: was the temp folder "
+                               "cleaned during the fit?")
+            x = np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(cols, rows).T
+            y = np.frombuffer(buffer, dtype=np.float64, count=rows, offset=rows * cols * 8)
+            w = np.frombuffer(buffer, dtype=np.float64, count=rows,
+                              offset=rows * (cols + 1) * 8) if weighted else None
+            yield x, y, w
+
+    def __enter__(self) -> DesignSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _remove(self.path, self._file)
+        self._file = None
+
+
+def _temp_file() -> tuple[Path, io.BufferedRandom]:
+    """A new spill file in the temp folder, open for writing and reading."""
+    folder = tempfile.gettempdir()
+    try:
+        handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
+                                        dir=folder)
+    except OSError as exc:
+        raise _no_room(exc, folder, 0) from None
+    return Path(name), open(handle, "w+b")  # closed by its owner's remove
+
+
+def _remove(path: Path, file: io.BufferedRandom | None) -> None:
+    if file is not None:
+        file.close()
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+def _key(value: Any) -> Any:
+    """A dictionary key that keeps the type: 1, 1.0 and True are one key to a dict."""
+    return value if type(value) is str else (type(value), value)
+
+
+def _value(key: Any) -> Any:
+    return key if type(key) is str else key[1]
+
+
+def remove_stale(folder: Path) -> list[Path]:
+    """Delete the spills in `folder` whose fit is gone (killed before it could remove its
+    own), this user's only; returns them."""
+    removed: list[Path] = []
+    try:
+        names = [p for p in folder.iterdir() if p.name.startswith(PREFIX)]
+    except OSError:
+        return removed
+    for path in names:
+        pid = path.name[len(PREFIX):].partition("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            if path.stat().st_uid != os.getuid():
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _no_room(exc: OSError, folder: str, written: int) -> FitError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"the disk filled after {written / 2**20:.0f} MiB"
+    else:
+        what = exc.strerror or str(exc)
+    return FitError(f"cannot spill the parsed captures to {folder} ({what}): a streamed fit "
+                    "keeps its columns there between passes (about 8 bytes a value); free "
+                    "space there, or set TMPDIR to a folder with room")
+
+
+__all__ = ["BLOCK_ROWS", "PREFIX", "DesignSpill", "Spill", "SpilledChunk", "remove_stale"]
