@@ -116,11 +116,12 @@ def test_score_json_is_one_document_with_every_figure(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(doc) == ["law_file", "captures", "where", "max_mape", "rows", "considered", "ok",
-                         "failed", "not_scored", "laws"]
+                         "failed", "not_scored", "notes", "laws"]
     assert doc["law_file"] == "laws.yaml" and doc["captures"] == ["caps.csv"]
     assert doc["ok"] is True and doc["failed"] == [] and doc["max_mape"] is None
     (law,) = doc["laws"]
-    assert list(law) == ["name", "target", "selection", "status", *FIGURE_KEYS, "dropped"]
+    assert list(law) == ["name", "target", "selection", "status", *FIGURE_KEYS, "dropped",
+                         "unmeasured"]
     assert law["selection"] == 'phase == "prefill"'
     assert law["mape"] == pytest.approx(0.02 / 1.02)
 

@@ -37,7 +37,8 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     scale         the method's own robust scale (huber: MAD; robust: the M-scale)
     downweighted  rows whose robust weight ended below 0.5 (huber, robust)
     weight        the weight column, with --weight
-    dropped       rows dropped by --drop-invalid (when any)
+    dropped       rows dropped by --drop-invalid, and rows whose target cell is empty (a
+                  region the step did not enter, DESIGN.md section 7), when any
     holdout       {split: random, seed: S | split: files, files: [...]; fraction, n, r2, rmse,
                   mape}: the law scored on held-out rows (unweighted)
 
@@ -885,10 +886,12 @@ def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
         rows &= ok
     if held is not None:
         rows &= held if holdout else ~held
+    unmeasured = rows & chunk.empty(law.target)  # a region the step did not enter: left out
+    rows &= ~unmeasured
     good = _valid_or_raise(chunk, law.numbers(), rows, drop_invalid)
     if good.all():
-        return rows, 0
-    dropped = int(np.count_nonzero(rows & ~good))
+        return rows, int(np.count_nonzero(unmeasured))
+    dropped = int(np.count_nonzero(rows & ~good) + np.count_nonzero(unmeasured))
     return rows & good, dropped
 
 
