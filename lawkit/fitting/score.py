@@ -268,7 +268,7 @@ def score(
     _check_threshold(max_mape)
     expr = parse_where(where) if where else None
     files = cap.find_captures(capture_paths, cwd=here, shown=ws.rel)
-    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [])
+    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
     state = _Scoring(law_file.host.laws, drop_invalid=drop_invalid, keep_data=keep_data)
     sizes = [_size(c.path) for c in files]
     rows = considered = 0
@@ -392,7 +392,9 @@ class _Scoring:
                            data=data, models={law.name: law for law in self.laws})
 
 
-def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
+def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspace) -> Any:
+    """The columns scoring reads; the key column too, so that a torn last row of a
+    `lawkit.capture` file (its key column last) is told from a whole one."""
     from lawkit.fitting.captures import ColumnSpec
     from lawkit.lawfiles.where import law_columns
 
@@ -405,7 +407,8 @@ def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
         labels.update(dict.fromkeys(law_columns(law.where, law.filter)))
     labels.update(dict.fromkeys(where_columns))
     return ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers),
-                      nonnegative=tuple(targets))
+                      nonnegative=tuple(targets), digest=ws.digest.key,
+                      digest_length=ws.digest.length)
 
 
 def _needed(laws: Sequence[Law]) -> list[str]:
