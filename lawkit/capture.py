@@ -372,9 +372,11 @@ class _TextSink(_Sink):
                              if cells else f"{step},{self.digest}\n")
 
     def flush(self) -> None:
+        if os.getpid() != self.pid:
+            return  # a forked child's copy (whose lock may be held for ever): the parent writes
         with self.lock:
-            if self.fd < 0 or os.getpid() != self.pid:
-                return  # closed, or a forked child's copy: the parent writes its rows
+            if self.fd < 0:
+                return
             count = len(self.rows)
             if not count:
                 return
