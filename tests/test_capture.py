@@ -122,7 +122,7 @@ def test_appending_to_its_own_file_counts_steps_on_and_keeps_every_row(
     for start in (0, 3):
         with capture.open(path, features=FEATURES, regions=REGIONS) as cap:
             _run_steps(cap, 3, start=start)
-    header, *rows = _rows(path)
+    _header, *rows = _rows(path)
     assert [r[0] for r in rows] == ["0", "1", "2", "3", "4", "5"]
     assert [r[1] for r in rows] == ["8", "12", "16", "20", "24", "28"]
 
@@ -281,7 +281,7 @@ def test_outside_a_workspace_the_digest_must_be_given(tmp_path: Path) -> None:
 
 def test_a_compressed_or_unknown_suffix_is_refused(tmp_path: Path, workspace: str) -> None:
     for name in ("run.csv.gz", "run.txt"):
-        with pytest.raises(CaptureError, match="written as .csv, .jsonl or .parquet"):
+        with pytest.raises(CaptureError, match=r"written as \.csv, \.jsonl or \.parquet"):
             capture.open(tmp_path / name, features=FEATURES)
 
 
@@ -384,8 +384,8 @@ def test_lawkit_capture_type_checks_under_mypy_strict_in_a_user_snippet(tmp_path
     # installed package's would be, its own modules' errors are not the user's.
     env = {**os.environ, "MYPYPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           "--follow-imports=silent", "user.py"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, check=False, env=env)
+                           "--follow-imports=silent", "user.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
     assert done.returncode == 0, done.stdout
     assert 'Revealed type is "lawkit.capture.Capture"' in done.stdout
 
