@@ -493,3 +493,16 @@ def test_score_on_targets_near_the_float64_limit_prints_no_overflow_warning(
     assert scored.code == 2, scored.stderr
     assert "Warning" not in scored.stderr
     assert "big.csv: column host_s, row 1: 1e+308 is beyond" in scored.error_line()
+
+
+def test_a_feature_of_values_near_1e_minus_200_is_fitted_not_called_zero(
+        tmp_path: Path) -> None:
+    """Regression: `term bs is zero on every row`: squares of such values underflow to 0 in
+    the column norms that scale the design, and the column is not zero."""
+    rows = "".join(f"a,{i * 1e-200!r},{1 + 2 * i}\n" for i in range(1, 12))
+    (tmp_path / "tiny.csv").write_text("model,bs,host_s\n" + rows)
+    result = runner.invoke(app, ["fit", "tiny.csv", "--formula", "host_s ~ 1 + bs",
+                                 "--captured-on", OLD, "--out", "out.yaml", "--json"])
+    assert result.exit_code == 0, result.output
+    terms = json.loads(result.stdout)["laws"][0]["terms"]
+    assert terms["1"] == pytest.approx(1.0) and terms["bs"] == pytest.approx(2e200)
