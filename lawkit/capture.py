@@ -59,6 +59,7 @@ from typing import Literal
 
 import lawkit.footprint as _footprint
 from lawkit.errors import CaptureError
+from lawkit.footprint import RegionError, enter_region, exit_region
 
 __all__ = ["Capture", "CaptureError", "open"]
 
@@ -110,9 +111,11 @@ class Capture:
         """The columns written, in order."""
         self._features = features
         self._region_names = regions
-        self._regions = {name: _Region(self, i, name) for i, name in enumerate(regions)}
         self._nones: list[int | None] = [None] * len(regions)
         self._totals: list[int | None] = list(self._nones)
+        """Each region's nanoseconds in the current step (None: not entered), one list reset in
+        place, which the region objects hold."""
+        self._regions = {name: _Region(self, i, name) for i, name in enumerate(regions)}
         self._values: dict[str, float | int] = {}
         self._in_step = False
         self._closed = False
@@ -187,11 +190,11 @@ class Capture:
 
     def _end_step(self, failed: bool) -> None:
         """Close the current step: its row, unless its body raised."""
-        totals = self._totals
+        totals = self._totals[:]
         values = self._values
         self._in_step = False
         self._values = {}
-        self._totals = list(self._nones)
+        self._totals[:] = self._nones
         if failed:
             return
         problem = _feature_problem(values, self._features)
@@ -220,38 +223,38 @@ class _Step:
 class _Region:
     """The context timing one region (one object per region name, reused every step)."""
 
-    __slots__ = ("_capture", "_depth", "_index", "_name", "_start")
+    __slots__ = ("_capture", "_depth", "_index", "_name", "_start", "_totals")
 
     def __init__(self, capture: Capture, index: int, name: str) -> None:
         self._capture = capture
+        self._totals = capture._totals
         self._index = index
         self._name = name
         self._depth = 0
         self._start = 0
 
     def __enter__(self) -> None:
-        capture = self._capture
-        if not capture._in_step:
+        if not self._capture._in_step:
+            capture = self._capture
             raise capture._error(f"region {self._name!r} entered between steps (before step "
                                  f"{capture._step}): enter regions inside `with cap.step(...)`")
         try:
-            _footprint.enter_region(self._name)
-        except _footprint.RegionError as exc:
-            raise capture._error(f"step {capture._step}: {exc}") from None
-        self._depth += 1
-        if self._depth == 1:  # a region entered inside itself is timed once, from the outside
+            enter_region(self._name)
+        except RegionError as exc:
+            raise self._capture._error(f"step {self._capture._step}: {exc}") from None
+        depth = self._depth = self._depth + 1
+        if depth == 1:  # a region entered inside itself is timed once, from the outside
             self._start = perf_counter_ns()
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         end = perf_counter_ns()
-        self._depth -= 1
-        _footprint.exit_region(self._name)
-        if self._depth == 0:
-            totals = self._capture._totals
-            before = totals[self._index]
-            totals[self._index] = end - self._start if before is None else \
-                before + end - self._start
+        exit_region(self._name)
+        depth = self._depth = self._depth - 1
+        if not depth:
+            totals, index = self._totals, self._index
+            before = totals[index]
+            totals[index] = end - self._start if before is None else before + end - self._start
 
 
 # -- validation -----------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""Benchmark `lawkit.capture`: what a region's enter plus exit costs in the engine's step.
+
+Run: .venv/bin/python bench/capture.py [--steps N] [--rounds N]
+
+Two loops of N steps (default 100,000) into a CSV capture, not recording a footprint: one
+whose steps enter two empty regions (`with cap.region("schedule_s"): pass`, then
+`"sample_s"`), and the same loop with none. The rounds (default 5) interleave the two loops,
+so that load from elsewhere on the machine falls on both alike; the figure is the median over
+rounds of (with regions - without) / (2 N): one region's enter plus exit, the clock reads and
+the footprint markers (`lawkit.footprint.enter_region` / `exit_region`) included. The step's
+own cost (its row, the features checked) is shown beside it. Target (DESIGN.md section 12):
+at most 1.5 us per region. Exit 1 when the figure misses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+try:
+    from lawkit import capture
+except ImportError:  # run from a checkout without the package installed
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from lawkit import capture
+
+TARGET_US = 1.5
+REGIONS = ("schedule_s", "sample_s")
+
+
+def with_regions(cap: capture.Capture, steps: int) -> None:
+    """Steps that enter two empty regions each."""
+    schedule, sample = cap.region("schedule_s"), cap.region("sample_s")
+    for i in range(steps):
+        with cap.step(batch_size=i):
+            with schedule:
+                pass
+            with sample:
+                pass
+
+
+def without_regions(cap: capture.Capture, steps: int) -> None:
+    """The same steps, entering no region."""
+    for i in range(steps):
+        with cap.step(batch_size=i):
+            pass
+
+
+def timed(loop: Callable[[capture.Capture, int], None], folder: Path, steps: int) -> float:
+    """Seconds for `steps` steps of `loop` into a new capture (its closing not included)."""
+    name = folder / f"{loop.__name__}-{time.monotonic_ns()}.csv"
+    with capture.open(name, features=("batch_size",), regions=REGIONS,
+                      digest="0badc0de") as cap:
+        start = time.perf_counter()
+        loop(cap, steps)
+        seconds = time.perf_counter() - start
+    name.unlink()
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    import lawkit.footprint
+
+    lawkit.footprint.phase("steps")
+    regions, plain = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        timed(with_regions, folder, 1000)  # warm-up
+        for _ in range(args.rounds):
+            regions.append(timed(with_regions, folder, args.steps))
+            plain.append(timed(without_regions, folder, args.steps))
+    per_region = [(r - p) / (2 * args.steps) * 1e6 for r, p in zip(regions, plain, strict=True)]
+    step_us = statistics.median(plain) / args.steps * 1e6
+    figure = statistics.median(per_region)
+    print(f"lawkit.capture, {args.steps:,} steps x {args.rounds} interleaved rounds, "
+          f"Python {sys.version.split()[0]}, not recording")
+    print(f"  a step without regions:        {step_us:6.2f} us (its row, features checked)")
+    print(f"  a region's enter plus exit:    {figure:6.2f} us median "
+          f"(rounds: {', '.join(f'{v:.2f}' for v in per_region)})")
+    print(f"  target: at most {TARGET_US} us: {'met' if figure <= TARGET_US else 'MISSED'}")
+    return 0 if figure <= TARGET_US else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
