@@ -358,7 +358,9 @@ def test_a_torn_last_row_is_left_out_of_fit_and_score_with_a_note(
         fitted = runner.invoke(app, ["fit", name, "--formula", "schedule_s ~ 1 + batch_size",
                                      "--out", "laws/host.yaml", "--json"])
         assert fitted.exit_code == 0, fitted.output
-        assert json.loads(fitted.stdout)["laws"][0]["fit"]["n"] == 5
+        report = json.loads(fitted.stdout)
+        assert report["laws"][0]["fit"]["n"] == 5
+        assert len(report["notes"]) == 1 and report["notes"][0].startswith(f"{name}: ")
         scored = runner.invoke(app, ["score", "laws/host.yaml", name])
         assert scored.exit_code == 0, scored.output
         assert "schedule_s  5 " in scored.stdout

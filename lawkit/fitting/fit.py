@@ -203,6 +203,8 @@ class FitReport:
     dropped: int = 0
     """Rows dropped (--drop-invalid) for an empty or invalid selection or digest value; the
     rows each law dropped for its fitted columns are in its `fit.dropped`."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader left out of the captures (a torn last line)."""
     written: bool = False
     text: str = ""
 
@@ -229,6 +231,7 @@ class FitReport:
                      for f in self.laws],
             "kept": self.kept,
             "dropped": self.dropped,
+            "notes": self.notes,
         }
 
     def lines(self) -> list[str]:
@@ -264,6 +267,7 @@ class FitReport:
         if self.dropped:
             out.append(f"dropped {self.dropped} row{'s' if self.dropped != 1 else ''} with an "
                        "invalid selection or digest value")
+        out.extend(f"note: {note}" for note in self.notes)
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")
@@ -374,7 +378,8 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     labels.update(request.labels)
     return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
                      records=scan.fitted, captures=records, at=_timestamp(request.now),
-                     labels=labels, kept=kept, dropped=scan.dropped, footprint=bound)
+                     labels=labels, kept=kept, dropped=scan.dropped, footprint=bound,
+                     notes=scan.notes)
 
 
 # -- planning -------------------------------------------------------------------------------
@@ -588,6 +593,8 @@ class Scan:
     undigested: list[str] = field(default_factory=list)
     dropped: int = 0
     """Rows dropped (with drop_invalid) for an invalid selection or digest value."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader left out of the files (`Chunk.note`: a torn last line)."""
 
     def add(self, chunk: captures.Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
             drop_invalid: bool = False, split: Split | None = None) -> None:
@@ -596,6 +603,8 @@ class Scan:
         named = chunk.has_digest_column or chunk.digest is not None
         if not named and chunk.start == 0:
             self.undigested.append(chunk.capture.shown)
+        if chunk.note is not None and chunk.start == 0:
+            self.notes.append(chunk.note)
         used = np.zeros(chunk.size, dtype=bool)
         selection_ok = np.ones(chunk.size, dtype=bool)
         for i, law in enumerate(specs):
@@ -636,7 +645,7 @@ class Scan:
                     for i in keys},
             selected={i: self.selected.get(i, 0) + after.selected.get(i, 0) for i in counted},
             digests=digests, undigested=[*self.undigested, *after.undigested],
-            dropped=self.dropped + after.dropped)
+            dropped=self.dropped + after.dropped, notes=[*self.notes, *after.notes])
 
     def sort_groups(self) -> Scan:
         """The scan with each spec's groups distinct and in order (numbers, then text)."""
