@@ -334,6 +334,7 @@ class _Sink:
 
     next_step = 0
     """The first step's number: 0, or the step after an appended file's last row."""
+    closed = False
 
     def add(self, step: int, features: list[float | int], totals: list[int | None]) -> None:
         raise NotImplementedError
@@ -399,28 +400,30 @@ class _TextSink(_Sink):
                 if self.fd >= 0 and os.getpid() == self.pid:
                     os.close(self.fd)
                 self.fd = -1
+                self.closed = True
 
 
 class _ColumnsSink(_Sink):
     """Parquet: columns kept in arrays (8 bytes a value), written whole at close."""
 
     def __init__(self, capture: Capture) -> None:
-        self.capture = capture
-        if capture.path.exists():
+        # Not the capture itself: the finalizer that closes this sink must not keep it alive.
+        self.path, self.key, self.digest = capture.path, capture.key, capture.digest
+        if self.path.exists():
             raise CaptureError("exists: a Parquet capture is written whole at close, never "
                                "appended to; name a new file (or remove this one)",
-                               path=str(capture.path))
-        capture.path.parent.mkdir(parents=True, exist_ok=True)
+                               path=str(self.path))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.steps = array("q")
-        self.features = [array("d") for _ in capture._features]
-        self.regions = [array("d") for _ in capture._region_names]
+        self.features = {name: array("d") for name in capture._features}
+        self.regions = {name: array("d") for name in capture._region_names}
         self.pid = os.getpid()
 
     def add(self, step: int, features: list[float | int], totals: list[int | None]) -> None:
         self.steps.append(step)
-        for column, value in zip(self.features, features, strict=True):
+        for column, value in zip(self.features.values(), features, strict=True):
             column.append(value)
-        for column, total in zip(self.regions, totals, strict=True):
+        for column, total in zip(self.regions.values(), totals, strict=True):
             column.append(math.nan if total is None else total / 1e9)
 
     def close(self) -> None:
@@ -432,18 +435,16 @@ class _ColumnsSink(_Sink):
         except ImportError:
             raise CaptureError("writing Parquet needs pyarrow: pip install 'lawkit[fit]' (or "
                                "pyarrow), or capture to .csv or .jsonl",
-                               path=str(self.capture.path)) from None
-        capture = self.capture
+                               path=str(self.path)) from None
         columns = {"step": pa.array(self.steps, type=pa.int64())}
-        for name, values in zip(capture._features, self.features, strict=True):
+        for name, values in self.features.items():
             columns[name] = pa.array(values, type=pa.float64())
-        for name, values in zip(capture._region_names, self.regions, strict=True):
+        for name, values in self.regions.items():
             columns[name] = pa.array([None if v != v else v for v in values], type=pa.float64())
-        columns[capture.key] = pa.array([capture.digest] * len(self.steps), type=pa.string())
-        table = pa.table(columns)
-        temp = capture.path.with_name(f".{capture.path.name}.{os.getpid()}.tmp")
-        pq.write_table(table, temp)
-        os.replace(temp, capture.path)
+        columns[self.key] = pa.array([self.digest] * len(self.steps), type=pa.string())
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        pq.write_table(pa.table(columns), temp)
+        os.replace(temp, self.path)
 
 
 class _Flusher(threading.Thread):
@@ -455,7 +456,7 @@ class _Flusher(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(FLUSH_SECONDS):
+        while not self.stopped.wait(FLUSH_SECONDS) and not self.sink.closed:
             try:
                 self.sink.flush()
             except CaptureError:

@@ -415,3 +415,22 @@ def test_the_stand_in_engine_harness_writes_its_captures_with_lawkit_capture(
     fit = runner.invoke(app, ["fit", "captures/steps.csv", "--formula",
                               "sampler_s ~ 1", "--out", "laws/host.yaml"])
     assert fit.exit_code == 0, fit.output
+
+
+def test_a_capture_never_closed_gets_its_rows_written_at_interpreter_exit(
+        tmp_path: Path) -> None:
+    script = ("from lawkit import capture\n"
+              "for name in ('run.csv', 'run.parquet'):\n"
+              "    cap = capture.open(name, features=('n',), digest='0badc0de')\n"
+              "    cap.steps()\n"
+              "    for i in range(3):\n"
+              "        with cap.step(n=i):\n"
+              "            pass\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _rows(tmp_path / "run.csv")[1:] == [["0", "0", "0badc0de"], ["1", "1", "0badc0de"],
+                                               ["2", "2", "0badc0de"]]
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "run.parquet").column("n").to_pylist() == [0.0, 1.0, 2.0]

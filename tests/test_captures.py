@@ -450,3 +450,7 @@ def test_json_lines_nest_no_deeper_than_the_bound_and_equal_keys_are_refused(
                     '"m": {"x": 1, "x": 2}}\n')
     with pytest.raises(CaptureError, match="key 'x' appears twice"):
         one_chunk(path)
+    for twice in ('"bs" : 1, "bs" : 2', '"bs":1,"b\\u0073":2', '"bs":\t1, "bs"\t:2'):
+        path.write_text(f'{{"host_s": 0.5, "model": "a", "tp": 1, {twice}}}\n')
+        with pytest.raises(CaptureError, match="key 'bs' appears twice"):
+            one_chunk(path)
