@@ -436,12 +436,24 @@ class _ColumnsSink(_Sink):
             raise CaptureError("writing Parquet needs pyarrow: pip install 'lawkit[fit]' (or "
                                "pyarrow), or capture to .csv or .jsonl",
                                path=str(self.path)) from None
-        columns = {"step": pa.array(self.steps, type=pa.int64())}
+        # Arrays from their buffers: `pa.array` would import pandas (to ask whether the values
+        # are a Series), which takes half a second, and fails at interpreter exit.
+        rows = len(self.steps)
+        columns = {"step": pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(
+            self.steps)])}
         for name, values in self.features.items():
-            columns[name] = pa.array(values, type=pa.float64())
+            columns[name] = pa.Array.from_buffers(pa.float64(), rows, [None, pa.py_buffer(values)])
         for name, values in self.regions.items():
-            columns[name] = pa.array([None if v != v else v for v in values], type=pa.float64())
-        columns[self.key] = pa.array([self.digest] * len(self.steps), type=pa.string())
+            valid = bytearray((rows + 7) // 8)
+            for i, value in enumerate(values):
+                if value == value:  # NaN: the region was not entered
+                    valid[i >> 3] |= 1 << (i & 7)
+            columns[name] = pa.Array.from_buffers(pa.float64(), rows, [pa.py_buffer(valid),
+                                                                       pa.py_buffer(values)])
+        width = len(self.digest)
+        offsets = array("i", range(0, (rows + 1) * width, width))
+        columns[self.key] = pa.Array.from_buffers(pa.string(), rows, [
+            None, pa.py_buffer(offsets), pa.py_buffer(self.digest.encode() * rows)])
         temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         pq.write_table(pa.table(columns), temp)
         os.replace(temp, self.path)
