@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import CaptureError
@@ -454,3 +454,35 @@ def test_json_lines_nest_no_deeper_than_the_bound_and_equal_keys_are_refused(
         path.write_text(f'{{"host_s": 0.5, "model": "a", "tp": 1, {twice}}}\n')
         with pytest.raises(CaptureError, match="key 'bs' appears twice"):
             one_chunk(path)
+
+
+_KEYS = st.sampled_from(["bs", "host_s", "b\\u0073", "x"])
+_VALUES = st.one_of(st.integers(-5, 5), st.floats(0, 1), st.sampled_from(['"a\\":"', '" :"']))
+
+
+@settings(max_examples=100, deadline=None)
+@given(pairs=st.lists(st.tuples(_KEYS, _VALUES), min_size=1, max_size=5),
+       colons=st.lists(st.sampled_from([":", ": ", ":", " :", "\t:\t"]), min_size=5,
+                       max_size=5),
+       nested=st.booleans())
+@example(pairs=[("bs", 1), ("bs", 2)], colons=[":"] * 5, nested=False)
+@example(pairs=[("bs", 1), ("b\\u0073", 2)], colons=[": "] * 5, nested=True)
+@example(pairs=[("x", '"a\\":"'), ("bs", 2)], colons=[":"] * 5, nested=False)
+def test_a_json_lines_row_is_refused_exactly_when_an_object_holds_a_key_twice(
+        pairs: list[tuple[str, object]], colons: list[str], nested: bool) -> None:
+    import tempfile
+
+    items = [f'"{key}"{colon}{json.dumps(value) if not isinstance(value, str) else value}'
+             for (key, value), colon in zip(pairs, colons, strict=False)]
+    body = "{" + ", ".join(items) + "}"
+    line = '{"model": "a", "tp": 1, "m": ' + body + "}" if nested else body
+    names = [json.loads(f'"{key}"') for key, _ in pairs]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "a.jsonl"
+        path.write_text(line + "\n")
+        spec = ColumnSpec(labels=("model",) if nested else ())
+        if len(set(names)) < len(names):
+            with pytest.raises(CaptureError, match="appears twice in one object"):
+                one_chunk(path, spec)
+        else:
+            assert one_chunk(path, spec).size == 1
