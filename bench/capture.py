@@ -15,6 +15,7 @@ at most 1.5 us per region. Exit 1 when the figure misses it.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -80,8 +81,9 @@ def main() -> int:
     per_region = [(r - p) / (2 * args.steps) * 1e6 for r, p in zip(regions, plain, strict=True)]
     step_us = statistics.median(plain) / args.steps * 1e6
     figure = statistics.median(per_region)
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"lawkit.capture, {args.steps:,} steps x {args.rounds} interleaved rounds, "
-          f"Python {sys.version.split()[0]}, not recording")
+          f"Python {sys.version.split()[0]}, not recording, load average {load}")
     print(f"  a step without regions:        {step_us:6.2f} us (its row, features checked)")
     print(f"  a region's enter plus exit:    {figure:6.2f} us median "
           f"(rounds: {', '.join(f'{v:.2f}' for v in per_region)})")
