@@ -10,6 +10,10 @@ rounds of (with regions - without) / (2 N): one region's enter plus exit, the cl
 the footprint markers (`lawkit.footprint.enter_region` / `exit_region`) included. The step's
 own cost (its row, the features checked) is shown beside it. Target (DESIGN.md section 12):
 at most 1.5 us per region. Exit 1 when the figure misses it.
+
+Both the wall time and the process's CPU time are measured: on a machine other jobs load (the
+load average is printed), wall time counts the time they held the CPU, CPU time does not, so
+the target is judged on CPU time and the wall figure is shown beside it.
 """
 
 from __future__ import annotations
@@ -51,16 +55,23 @@ def without_regions(cap: capture.Capture, steps: int) -> None:
             pass
 
 
-def timed(loop: Callable[[capture.Capture, int], None], folder: Path, steps: int) -> float:
-    """Seconds for `steps` steps of `loop` into a new capture (its closing not included)."""
+def timed(loop: Callable[[capture.Capture, int], None], folder: Path, steps: int,
+          ) -> tuple[float, float]:
+    """(wall, CPU) seconds for `steps` steps of `loop` into a new capture (its closing not
+    included)."""
     name = folder / f"{loop.__name__}-{time.monotonic_ns()}.csv"
     with capture.open(name, features=("batch_size",), regions=REGIONS,
                       digest="0badc0de") as cap:
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         loop(cap, steps)
-        seconds = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     name.unlink()
-    return seconds
+    return wall, cpu
+
+
+def per_region(regions: list[float], plain: list[float], steps: int) -> list[float]:
+    """Each round's cost of one region's enter plus exit, in microseconds."""
+    return [(r - p) / (2 * steps) * 1e6 for r, p in zip(regions, plain, strict=True)]
 
 
 def main() -> int:
@@ -78,16 +89,19 @@ def main() -> int:
         for _ in range(args.rounds):
             regions.append(timed(with_regions, folder, args.steps))
             plain.append(timed(without_regions, folder, args.steps))
-    per_region = [(r - p) / (2 * args.steps) * 1e6 for r, p in zip(regions, plain, strict=True)]
-    step_us = statistics.median(plain) / args.steps * 1e6
-    figure = statistics.median(per_region)
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"lawkit.capture, {args.steps:,} steps x {args.rounds} interleaved rounds, "
           f"Python {sys.version.split()[0]}, not recording, load average {load}")
-    print(f"  a step without regions:        {step_us:6.2f} us (its row, features checked)")
-    print(f"  a region's enter plus exit:    {figure:6.2f} us median "
-          f"(rounds: {', '.join(f'{v:.2f}' for v in per_region)})")
-    print(f"  target: at most {TARGET_US} us: {'met' if figure <= TARGET_US else 'MISSED'}")
+    figure = 0.0
+    for i, clock in enumerate(("wall", "CPU")):  # as `timed` returns them
+        rounds = per_region([r[i] for r in regions], [p[i] for p in plain], args.steps)
+        step_us = statistics.median(p[i] for p in plain) / args.steps * 1e6
+        figure = median = statistics.median(rounds)  # the last, CPU time, is judged
+        print(f"  {clock + ' time:':10} a step without regions {step_us:5.2f} us; a region's "
+              f"enter plus exit {median:5.2f} us median "
+              f"(rounds: {', '.join(f'{v:.2f}' for v in rounds)})")
+    print(f"  target: at most {TARGET_US} us (CPU time): "
+          f"{'met' if figure <= TARGET_US else 'MISSED'}")
     return 0 if figure <= TARGET_US else 1
 
 
