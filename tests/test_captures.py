@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import CaptureError
@@ -373,3 +374,115 @@ def test_nan_in_parquet_and_nulls_are_told_apart(tmp_path: Path) -> None:
     assert chunk.valid(["host_s"]).tolist() == [True, False, False, True]
     assert chunk.problem("host_s", 1) == "NaN is not a number"
     assert chunk.problem("host_s", 2) == "empty value"
+
+
+# -- a torn last line (a writer killed mid-row) and empty cells (issue 22) -------------------
+
+
+@pytest.mark.parametrize(("name", "torn"), [
+    ("a.csv", b"a,8,8,0.1,00"),           # the key column cut short
+    ("a.csv", b"a,8,8"),                   # columns missing
+    ("a.csv", b'"Qwen/Qw'),                # a quoted value open
+    ("a.jsonl", b'{"model": "a", "tp": 1, "bs": 8, "host_s": 0.1, "atom": "00'),
+])
+def test_a_torn_last_line_is_left_out_and_the_chunks_say_so(
+        tmp_path: Path, name: str, torn: bytes) -> None:
+    path = WRITERS[name](tmp_path / name, ROWS)
+    path.write_bytes(path.read_bytes() + torn)
+    chunk = one_chunk(path, dataclasses.replace(SPEC, digest_length=8))
+    assert chunk.size == len(ROWS)
+    assert chunk.columns["bs"].tolist() == [8.0, 16.0, 24.0, 32.0]
+    assert chunk.note is not None and chunk.note.startswith(f"{path}: ")
+    assert "left out" in chunk.note
+
+
+@pytest.mark.parametrize(("name", "last"), [
+    ("a.csv", b"a,1,40,0.5,0001abcd"),     # whole, only its line break missing
+    ("a.jsonl", b'{"model": "a", "tp": 1, "bs": 40, "host_s": 0.5, "atom": "0001abcd"}'),
+])
+def test_a_whole_last_line_without_a_line_break_is_read(
+        tmp_path: Path, name: str, last: bytes) -> None:
+    path = WRITERS[name](tmp_path / name, ROWS)
+    path.write_bytes(path.read_bytes() + last)
+    chunk = one_chunk(path)
+    assert chunk.size == len(ROWS) + 1 and chunk.note is None
+
+
+def test_a_malformed_line_that_is_not_the_last_is_still_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"model": "a", "bs": 1, "host_s": 0.5, "tp": 1\n' +
+                     json.dumps(ROWS[0]).encode())
+    with pytest.raises(CaptureError, match=r"a.jsonl: row 1 \(line 1\): not valid JSON"):
+        one_chunk(path)
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.jsonl", "a.parquet"])
+def test_an_empty_target_cell_is_marked_empty_for_the_laws_to_leave_out(
+        tmp_path: Path, name: str) -> None:
+    rows = [dict(r) for r in ROWS]
+    rows[1]["host_s"] = None
+    if name == "a.csv":
+        path = tmp_path / name
+        write_csv(path, ROWS)
+        lines = path.read_text().splitlines()
+        lines[2] = lines[2].replace(repr(ROWS[1]["host_s"]), "")
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path = WRITERS[name](tmp_path / name, rows)
+    assert one_chunk(path).empty("host_s").tolist() == [False, True, False, False]
+    assert one_chunk(path).empty("bs").tolist() == [False] * 4
+
+
+def test_json_lines_nest_no_deeper_than_the_bound_and_equal_keys_are_refused(
+        tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    nested = {"tags": [[[[1]]]], **ROWS[0]}
+    path.write_bytes(json.dumps(nested).encode() + b"\n")
+    assert one_chunk(path).size == 1  # nesting within MAX_JSON_DEPTH is read
+    deep = "[" * (captures.MAX_JSON_DEPTH + 1) + "]" * (captures.MAX_JSON_DEPTH + 1)
+    strings = '"' + "[" * 1000 + '"'  # brackets inside a string are not nesting
+    path.write_text(json.dumps(ROWS[0])[:-1] + f', "s": {strings}}}\n')
+    assert one_chunk(path).size == 1
+    path.write_text(json.dumps(ROWS[0])[:-1] + f', "deep": {deep}}}\n')
+    with pytest.raises(CaptureError, match=r"row 1 \(line 1\): nests 66 levels deep"):
+        one_chunk(path)
+    path.write_text('{"bs": 1, "host_s": 0.5, "model": "a", "tp": 1, "atom": "0001abcd", '
+                    '"m": {"x": 1, "x": 2}}\n')
+    with pytest.raises(CaptureError, match="key 'x' appears twice"):
+        one_chunk(path)
+    for twice in ('"bs" : 1, "bs" : 2', '"bs":1,"b\\u0073":2', '"bs":\t1, "bs"\t:2'):
+        path.write_text(f'{{"host_s": 0.5, "model": "a", "tp": 1, {twice}}}\n')
+        with pytest.raises(CaptureError, match="key 'bs' appears twice"):
+            one_chunk(path)
+
+
+_KEYS = st.sampled_from(["bs", "host_s", "b\\u0073", "x"])
+_VALUES = st.one_of(st.integers(-5, 5), st.floats(0, 1), st.sampled_from(['"a\\":"', '" :"']))
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs=st.lists(st.tuples(_KEYS, _VALUES), min_size=1, max_size=5),
+       colons=st.lists(st.sampled_from([":", ": ", ":", " :", "\t:\t"]), min_size=5,
+                       max_size=5),
+       nested=st.booleans())
+@example(pairs=[("bs", 1), ("bs", 2)], colons=[":"] * 5, nested=False)
+@example(pairs=[("bs", 1), ("b\\u0073", 2)], colons=[": "] * 5, nested=True)
+@example(pairs=[("x", '"a\\":"'), ("bs", 2)], colons=[":"] * 5, nested=False)
+def test_a_json_lines_row_is_refused_exactly_when_an_object_holds_a_key_twice(
+        pairs: list[tuple[str, object]], colons: list[str], nested: bool) -> None:
+    import tempfile
+
+    items = [f'"{key}"{colon}{json.dumps(value) if not isinstance(value, str) else value}'
+             for (key, value), colon in zip(pairs, colons, strict=False)]
+    body = "{" + ", ".join(items) + "}"
+    line = '{"model": "a", "tp": 1, "m": ' + body + "}" if nested else body
+    names = [json.loads(f'"{key}"') for key, _ in pairs]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "a.jsonl"
+        path.write_text(line + "\n")
+        spec = ColumnSpec(labels=("model",) if nested else ())
+        if len(set(names)) < len(names):
+            with pytest.raises(CaptureError, match="appears twice in one object"):
+                one_chunk(path, spec)
+        else:
+            assert one_chunk(path, spec).size == 1

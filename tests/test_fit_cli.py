@@ -595,10 +595,10 @@ def _edit_cell(path: Path, row: int, column: str, value: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _bad_cell(value: str) -> Callable[[Path], list[str]]:
+def _bad_cell(value: str, column: str = "schedule_median") -> Callable[[Path], list[str]]:
     def make(tmp_path: Path) -> list[str]:
         capture = sarathi(tmp_path)
-        _edit_cell(capture, 17, "schedule_median", value)
+        _edit_cell(capture, 17, column, value)
         return [str(capture), "--formula", FORMULA]
     return make
 
@@ -634,7 +634,8 @@ BAD = {
                        "schedule_mean"),
     "non-numeric": (_bad_cell("abc"), "captures/cpu_overheads.csv: column schedule_median, "
                                       "row 17: 'abc' is not a number"),
-    "empty": (_bad_cell(""), "column schedule_median, row 17: empty value"),
+    # an empty target cell is a region not entered: left out and counted (DESIGN.md section 7)
+    "empty": (_bad_cell("", "batch_size"), "column batch_size, row 17: empty value"),
     "NaN": (_bad_cell("NaN"), "column schedule_median, row 17: NaN is not a number"),
     "infinity": (_bad_cell("inf"), "column schedule_median, row 17: infinity is not a finite "
                                    "number"),

@@ -436,3 +436,74 @@ def test_a_gzip_bomb_header_is_read_no_further_than_the_header_cap(
     bomb = member * 64  # gzip members one after another: 1 GiB of 'a' on one line, 1 MB stored
     line = _fit_error(tmp_path, "bomb.csv.gz", bomb, record_property, timeout=20)
     assert "bomb.csv.gz: " in line and ("header" in line or "field larger" in line), line
+
+
+# -- issue 23: inputs that crashed or passed in silence --------------------------------------
+
+
+def _score(tmp_path: Path, capture: str) -> Outcome:
+    (tmp_path / "law.yaml").write_text(law_text(key=OLD, law_dicts=[{
+        "name": "host", "target": "host_s", "terms": {"1": 0.5}}]))
+    return run_bounded(["score", "law.yaml", capture], cwd=tmp_path, timeout=30,
+                       memory_mb=CAPTURE_MEMORY_MB)
+
+
+@pytest.mark.parametrize(("opening", "depth"), [(b"[", 20_000), (b"[", 100_000),
+                                                (b'{"a":', 20_000)])
+def test_a_json_lines_row_nesting_deep_is_one_line_naming_file_and_line_for_fit_and_score(
+        tmp_path: Path, record_property: pytest.RecordProperty, depth: int,
+        opening: bytes) -> None:
+    """Regression: 20,000 levels killed fit and score with SIGSEGV (exit 139, pyarrow's
+    reader or the C stack), 100,000 an uncaught RecursionError (exit 3)."""
+    closing = b"]" if opening == b"[" else b"}"
+    line = _fit_error(tmp_path, "deep.jsonl", opening * depth + b"1" + closing * depth +
+                      b"\n" + JSONL, record_property)
+    expected = f"deep.jsonl: row 1 (line 1): nests {depth} levels deep, more than 64"
+    assert expected in line, line
+    scored = _score(tmp_path, "deep.jsonl")
+    assert scored.code == 2 and expected in scored.error_line(), scored.stderr
+
+
+def test_a_key_twice_in_a_json_lines_row_is_refused_as_a_csv_column_twice_is(
+        tmp_path: Path, record_property: pytest.RecordProperty) -> None:
+    """Regression: the last of the two values was fitted in silence."""
+    data = JSONL + b'{"model": "c", "bs": 3, "host_s": 0.1, "host_s": 0.9}\n'
+    line = _fit_error_here(tmp_path, "dup.jsonl", data, record_property)
+    assert "dup.jsonl: row 3 (line 3): key 'host_s' appears twice in one object" in line, line
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("big.csv", b"model,bs,host_s\na,1,0.5\nb,2,1e300\n"),
+    ("big.jsonl", JSONL + b'{"model": "c", "bs": 1e160, "host_s": 0.5}\n'),
+])
+def test_a_value_beyond_what_a_fit_can_square_names_the_file_and_the_row_from_1(
+        tmp_path: Path, record_property: pytest.RecordProperty, name: str,
+        data: bytes) -> None:
+    """Regression: `target is 1e+300 on row 0`, counted from 0 over the fitted rows, no file."""
+    line = _fit_error_here(tmp_path, name, data, record_property)
+    column = "host_s" if name.endswith(".csv") else "bs"
+    row = 2 if name.endswith(".csv") else 3
+    assert f"{name}: column {column}, row {row}: " in line and "beyond ±1e+150" in line, line
+
+
+def test_score_on_targets_near_the_float64_limit_prints_no_overflow_warning(
+        tmp_path: Path) -> None:
+    """Regression: numpy's `RuntimeWarning: overflow encountered in square` on stderr."""
+    (tmp_path / "big.csv").write_bytes(b"model,bs,host_s\na,1,1e308\nb,2,1.5e308\n")
+    scored = _score(tmp_path, "big.csv")
+    assert scored.code == 2, scored.stderr
+    assert "Warning" not in scored.stderr
+    assert "big.csv: column host_s, row 1: 1e+308 is beyond" in scored.error_line()
+
+
+def test_a_feature_of_values_near_1e_minus_200_is_fitted_not_called_zero(
+        tmp_path: Path) -> None:
+    """Regression: `term bs is zero on every row`: squares of such values underflow to 0 in
+    the column norms that scale the design, and the column is not zero."""
+    rows = "".join(f"a,{i * 1e-200!r},{1 + 2 * i}\n" for i in range(1, 12))
+    (tmp_path / "tiny.csv").write_text("model,bs,host_s\n" + rows)
+    result = runner.invoke(app, ["fit", "tiny.csv", "--formula", "host_s ~ 1 + bs",
+                                 "--captured-on", OLD, "--out", "out.yaml", "--json"])
+    assert result.exit_code == 0, result.output
+    terms = json.loads(result.stdout)["laws"][0]["terms"]
+    assert terms["1"] == pytest.approx(1.0) and terms["bs"] == pytest.approx(2e200)

@@ -116,11 +116,12 @@ def test_score_json_is_one_document_with_every_figure(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(doc) == ["law_file", "captures", "where", "max_mape", "rows", "considered", "ok",
-                         "failed", "not_scored", "laws"]
+                         "failed", "not_scored", "notes", "laws"]
     assert doc["law_file"] == "laws.yaml" and doc["captures"] == ["caps.csv"]
     assert doc["ok"] is True and doc["failed"] == [] and doc["max_mape"] is None
     (law,) = doc["laws"]
-    assert list(law) == ["name", "target", "selection", "status", *FIGURE_KEYS, "dropped"]
+    assert list(law) == ["name", "target", "selection", "status", *FIGURE_KEYS, "dropped",
+                         "unmeasured"]
     assert law["selection"] == 'phase == "prefill"'
     assert law["mape"] == pytest.approx(0.02 / 1.02)
 
@@ -284,3 +285,49 @@ def test_the_qwen_law_fitted_without_its_overflow_rows_fails_on_them(tmp_path: P
     assert result.exit_code == 1, result.output
     assert "FAIL schedule_s[Qwen/Qwen-72B,4]: MAPE 8.0% > 5.0%" in result.stdout.splitlines()
     assert "not scored (no matching rows): schedule_s[codellama" in result.stdout
+
+
+# -- issue 23: a gate that cannot score a law does not pass it; figures near the limits -----
+
+
+def test_a_law_whose_rows_all_measure_0_fails_max_mape_instead_of_passing_it(
+        tmp_path: Path) -> None:
+    """Regression: every row "not scored", `ok: true`, exit 0: a capture pipeline writing
+    zeros passed the gate."""
+    _law_file(tmp_path, [_line_law()])
+    _captures(tmp_path, [{**row, "host_s": 0.0} for row in _exact_rows()])
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape", "0.1"])
+    assert result.exit_code == 1, result.output
+    assert ("FAIL prefill: all 8 of its rows measure 0 host_s, so it has no percentage error "
+            "to hold to --max-mape (are the captures measuring?)") in result.stdout
+    doc = json.loads(runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape",
+                                         "0.1", "--json"]).stdout)
+    assert doc["ok"] is False and doc["failed"] == ["prefill"]
+    plain = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
+    assert plain.exit_code == 0, plain.output
+    assert "not scored (all 8 of its rows measure 0 host_s): prefill" in plain.stdout
+
+
+def test_empty_target_cells_are_left_out_of_the_score_and_counted(tmp_path: Path) -> None:
+    _law_file(tmp_path, [_line_law()])
+    rows = _exact_rows()
+    rows[0]["host_s"] = None  # the region was not entered in that step
+    _captures(tmp_path, rows)
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--json"])
+    assert result.exit_code == 0, result.output
+    (law,) = json.loads(result.stdout)["laws"]
+    assert law["n"] == 7 and law["unmeasured"] == 1 and law["mape"] == pytest.approx(0, abs=1e-12)
+    text = runner.invoke(app, ["score", "laws.yaml", "caps.csv"]).stdout
+    assert "note: prefill: 1 row with no host_s (the region was not entered): left out" in text
+
+
+def test_metrics_near_the_float64_limit_are_finite_and_warn_nothing() -> None:
+    """Regression: `overflow encountered in square` (filterwarnings = error turns it into a
+    failure here) and an infinite RMSE for targets near 1e308."""
+    y = np.array([1e308, 1.5e308, 1.7e308])
+    m = metrics(y, y * 0.5)
+    assert m.mape == pytest.approx(0.5) and m.bias == pytest.approx(-0.5)
+    assert m.rmse == pytest.approx(0.5e308 * math.sqrt(np.mean((y / 1e308) ** 2)))
+    assert m.r2 is not None and math.isfinite(m.r2)
+    far = metrics(np.array([1e300, -1e300]), np.array([-1.5e308, 1.5e308]))
+    assert far.mape is not None and far.mape == pytest.approx(1.5e8)

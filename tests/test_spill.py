@@ -273,3 +273,23 @@ def test_drop_invalid_drops_and_counts_the_same_rows_from_the_spill_as_from_the_
     assert sum(f.dropped for f in spilled.laws) == 2
     for name, coef in _coefficients(text).items():
         np.testing.assert_allclose(_coefficients(spilled)[name], coef, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("method", ["ols", "huber"])
+def test_empty_target_cells_are_left_out_on_every_pass_from_the_spill_as_from_the_text(
+        tmp_path: Path, temp: Path, method: str) -> None:
+    ws = _workspace(tmp_path)
+    for name in ("a.csv", "b.csv"):  # a region some steps did not enter: empty target cells
+        path = tmp_path / "caps" / name
+        frame = pd.read_csv(path)
+        frame["host_s"] = frame["host_s"].astype(object)
+        frame.loc[frame.index % 7 == 3, "host_s"] = ""
+        frame.to_csv(path, index=False)
+    spilled = fit_laws(_request(tmp_path, method), ws)
+    in_memory = fit_laws(_request(tmp_path, method, chunk_rows=None), ws)
+    expected = _coefficients(in_memory)
+    for name, got in _coefficients(spilled).items():
+        assert got == pytest.approx(expected[name], rel=1e-9), name
+    dropped = {f.spec.name: f.dropped for f in spilled.laws}
+    assert all(count > 0 for count in dropped.values())
+    assert dropped == {f.spec.name: f.dropped for f in in_memory.laws}

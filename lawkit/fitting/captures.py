@@ -28,21 +28,33 @@ chunks, so keep tall capture sets in Parquet or CSV.
 
 Bounds (issue 7): a CSV header line is at most `MAX_HEADER_BYTES`, a JSON Lines record at most
 `MAX_JSON_LINE_BYTES` (both far above any capture's); a longer one is refused before it costs
-seconds and gigabytes of column builders. A JSON Lines file is scanned before pyarrow reads it:
-a line that is not an object (`null`, `[...]`) goes to the line-by-line reader, which names it,
-because pyarrow 26 crashes (SIGSEGV) on a line that is just `null` (apache/arrow#47409).
+seconds and gigabytes of column builders. A number is at most `MAX_NUMBER` in magnitude (what a
+fit can square), so that a value out of range is named by file, column and row here.
+
+JSON Lines are parsed line by line with the standard library (issue 23): pyarrow's reader
+crashes (SIGSEGV) on a line that is just `null` (apache/arrow#47409) and on deep nesting, and
+keeps the last of two equal keys; here a line nesting deeper than `MAX_JSON_DEPTH` is refused
+before it is parsed (json's recursion would be exhausted, or the C stack), and a key twice in
+an object is refused, as two CSV columns of one name are.
+
+A torn last line (no line break at the end, and not a whole row: a writer killed mid-row, as
+`lawkit.capture` can leave one) is left out, and the file's chunks say so in `Chunk.note`; any
+other malformed line is an error. A CSV line is whole when it has every column and, where the
+key column is last (as `lawkit.capture` writes it), a whole digest there; a JSON line when it
+parses. Compressed files are read as they are.
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
 import glob
 import gzip
 import hashlib
 import io
+import json
 import math
 import os
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -75,8 +87,15 @@ blocks bound it near 40 MiB where 16 MiB blocks held up to 600 MiB of a large fi
 MAX_HEADER_BYTES = 1 << 20
 """The longest CSV header line read: 1 MiB, some 100,000 column names."""
 MAX_JSON_LINE_BYTES = 256 << 10
-"""The longest JSON Lines record read: 256 KiB, some 20,000 keys (pyarrow's type inference
-costs seconds and hundreds of MB past that)."""
+"""The longest JSON Lines record read: 256 KiB, some 20,000 keys (type inference costs seconds
+and hundreds of MB past that)."""
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of a JSON Lines record: a row is one object of values; 20,000 levels
+crashed the readers (issue 23)."""
+MAX_NUMBER = 1e150
+"""The largest magnitude of a number read: a fit squares values (`solve.MAX_VALUE`)."""
+_TAIL_BYTES = 1 << 20
+"""How much of a CSV file's end is read to find a torn last line."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,8 @@ class Chunk:
     digest: str | None = None
     """The digest from the file's metadata, when the file has no digest column."""
     spec: ColumnSpec = field(default_factory=ColumnSpec)
+    note: str | None = None
+    """What the reader left out of the file, for the report: a torn last line."""
     _raw: dict[str, Any] = field(default_factory=dict)
     _empty: dict[str, BoolArray] = field(default_factory=dict)
     _valid: dict[str, BoolArray] = field(default_factory=dict)
@@ -171,6 +192,9 @@ class Chunk:
                 return "NaN is not a number"
             if math.isinf(value):
                 return f"{'-' if value < 0 else ''}infinity is not a finite number"
+            if abs(value) > MAX_NUMBER:
+                return (f"{value!r} is beyond ±{MAX_NUMBER:g}, more than a fit can square: "
+                        "rescale the column (other units)")
             if value < 0 and column in self.spec.weights:
                 return f"{value!r} is negative: a weight is >= 0 (or pass --drop-invalid)"
             if value < 0 and column in self.spec.nonnegative:
@@ -182,6 +206,12 @@ class Chunk:
             return f"{_clip(values[row])!r}: {problem}" if problem else \
                 f"{_clip(values[row])!r} is not a digest"
         return "empty value"
+
+    def empty(self, column: str) -> BoolArray:
+        """The rows whose cell in `column` is empty (a CSV "", a JSON null, a Parquet null):
+        for a target, a region the step did not enter (DESIGN.md section 12)."""
+        empty = self._empty.get(column)
+        return empty if empty is not None else np.zeros(self.size, dtype=bool)
 
     def first_invalid(self, columns: Sequence[str], rows: BoolArray | None = None,
                       ) -> tuple[str, int] | None:
@@ -234,7 +264,7 @@ class Chunk:
         values = self.columns[column]
         ok: BoolArray
         if column in self.spec.numbers:
-            ok = np.isfinite(values)
+            ok = np.abs(values) <= MAX_NUMBER  # False for NaN and infinity too
             if column in self.spec.nonnegative or column in self.spec.weights:
                 ok &= ~(values < 0)
         elif values.dtype.kind == "f":
@@ -395,6 +425,7 @@ class _Reader:
         self.file_index = file_index
         self.rows = 0
         self.metadata_digest: str | None = None
+        self.note: str | None = None
         self.has_digest_column = False
         self.total_rows: int | None = None
         """Set by a reader that knows the file's row count before reading: the whole file is
@@ -421,7 +452,7 @@ class _Reader:
                 if whole is None:
                     yield Chunk(capture=self.capture, file_index=self.file_index, start=0,
                                 size=0, columns={c: np.zeros(0) for c in self.wanted()},
-                                digest=self.metadata_digest, spec=self.spec)
+                                digest=self.metadata_digest, spec=self.spec, note=self.note)
                 else:
                     yield whole.chunk()
         except CaptureError:
@@ -463,7 +494,8 @@ class _Reader:
     def _chunk(self, batch: Any) -> Chunk:
         size = batch.num_rows
         chunk = Chunk(capture=self.capture, file_index=self.file_index, start=self.rows,
-                      size=size, columns={}, digest=self.metadata_digest, spec=self.spec)
+                      size=size, columns={}, digest=self.metadata_digest, spec=self.spec,
+                      note=self.note)
         names = batch.schema.names
         for column in self.wanted():
             array = batch.column(names.index(column))
@@ -555,10 +587,41 @@ class _ParquetReader(_Reader):
 
 
 class _CsvReader(_Reader):
+    keep: int | None = None
+    """The bytes to read when a torn last line is left out (None: the whole file)."""
+
     def batches(self) -> Iterator[Any]:
         names = self._header()
         self.check_columns(names)
+        self.keep = self._without_torn_line(names)
         yield from self._arrow_batches(as_text=False)
+
+    def _without_torn_line(self, names: Sequence[str]) -> int | None:
+        """The length of the file before a torn last line, or None when its last line is whole
+        (see the module docstring); an uncompressed file's last `_TAIL_BYTES` are read."""
+        if self.capture.compressed:
+            return None
+        with self.capture.path.open("rb") as f:
+            start = max(0, f.seek(0, os.SEEK_END) - _TAIL_BYTES)
+            f.seek(start)
+            tail = f.read()
+        cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+        if cut == 0 or cut == len(tail):  # one line (the header), or a final line break
+            return None
+        last = tail[cut:].decode("utf-8", "replace")
+        try:
+            fields = next(csv.reader([last], strict=True))
+        except csv.Error:
+            fields = []
+        whole = len(fields) >= len(names)
+        key = self.spec.digest
+        if whole and key is not None and names[-1] == key and self.spec.digest_length:
+            whole = digest_problem(fields[len(names) - 1], self.spec.digest_length) is None
+        if whole:
+            return None
+        self.note = (f"{self.capture.shown}: the last line has no line break and ends mid-row "
+                     "(a writer killed mid-row?): left out")
+        return start + cut
 
     def _header(self) -> list[str]:
         with _open_text(self.capture) as f:
@@ -627,105 +690,141 @@ class _CsvReader(_Reader):
 
         if self.capture.compressed:
             return pa.input_stream(str(self.capture.path), compression="gzip")
+        if self.keep is not None:
+            return pa.BufferReader(pa.memory_map(str(self.capture.path)).read_buffer(self.keep))
         return str(self.capture.path)
 
 
 class _JsonReader(_Reader):
-    def batches(self) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.json as pjson
+    """JSON Lines, line by line with the standard library (see the module docstring)."""
 
-        fields = [pa.field(c, pa.float64()) for c in self.spec.numbers]
-        parse = pjson.ParseOptions(explicit_schema=pa.schema(fields),
-                                   unexpected_field_behavior="infer")
-        read = pjson.ReadOptions(block_size=_BLOCK_BYTES)
-        source = (pa.input_stream(str(self.capture.path), compression="gzip")
-                  if self.capture.compressed else str(self.capture.path))
-        if not self._objects_only():
-            table = self._python_table()
-        else:
-            try:
-                table = pjson.read_json(source, read_options=read, parse_options=parse)
-            except pa.ArrowInvalid:
-                table = self._python_table()
-        names = [n for n in table.schema.names
-                 if n not in self.spec.numbers or table.column(n).null_count < table.num_rows]
-        self.check_columns(names if table.num_rows else table.schema.names)
+    def batches(self) -> Iterator[Any]:
+        table = self._python_table()
+        self.check_columns(table.schema.names)
         table = table.select(self.wanted())
         if self.chunk_rows is None:
             yield _single_batch(table)
         else:
             yield from table.to_batches(max_chunksize=self.chunk_rows)
 
-    def _objects_only(self) -> bool:
-        """Whether every line of the file is blank or starts an object (`{`), so that pyarrow
-        may read it; a line longer than MAX_JSON_LINE_BYTES or an empty file is an error.
-
-        One pass over the bytes at C speed (translate, replace, count, rfind): pyarrow treats
-        \\r, \\n and \\r\\n as line breaks, and so does this.
-        """
-        starts_ok = True
-        content = False
-        carry = b"\n"  # the start of the file is the start of a line
-        with _open_binary(self.capture) as f:
-            while block := f.read(_BLOCK_BYTES):
-                if carry == b"\n" and not content:
-                    block = block.removeprefix(codecs.BOM_UTF8)
-                text = carry + block.translate(_CR_TO_LF, b" \t")
-                content = content or bool(text.strip(b"\n"))
-                at = 0
-                while len(text) - at > MAX_JSON_LINE_BYTES:
-                    at = text.rfind(b"\n", at, at + MAX_JSON_LINE_BYTES + 1) + 1
-                    if at == 0:
-                        raise self.fail(f"a line longer than {MAX_JSON_LINE_BYTES >> 10} KiB: a "
-                                        "JSON Lines capture holds one record per line (is this "
-                                        "a capture file?)")
-                while b"\n\n" in text:
-                    text = text.replace(b"\n\n", b"\n")
-                if text.count(b"\n") != text.count(b"\n{") + text.endswith(b"\n"):
-                    starts_ok = False
-                carry = text[text.rfind(b"\n"):] if b"\n" in text else text
-                if len(carry) > MAX_JSON_LINE_BYTES + 1:
-                    raise self.fail(f"a line longer than {MAX_JSON_LINE_BYTES >> 10} KiB: a "
-                                    "JSON Lines capture holds one record per line (is this a "
-                                    "capture file?)")
-        if not content:
-            raise self.fail("empty file: expected one JSON object per line")
-        return starts_ok
-
     def _python_table(self) -> Any:
-        """Parse line by line (exact floats), to name the line pyarrow would not read."""
-        import json
-
+        """Parse line by line (exact floats), naming the line of anything wrong."""
         import pyarrow as pa
 
         wanted = self.spec.names()
         values: dict[str, list[Any]] = {c: [] for c in wanted}
         seen: set[str] = set()
-        row = 0
+        batch: list[dict[str, Any]] = []
+
+        def take() -> None:  # a batch's records into the columns, at C speed
+            seen.update(*batch)
+            for column in wanted:
+                values[column] += [record.get(column) for record in batch]
+            batch.clear()
+
+        row = line_no = 0
         with _open_text(self.capture) as f:
-            for line_no, line in enumerate(f, start=1):
+            while line := f.readline(MAX_JSON_LINE_BYTES + 1):
+                line_no += 1
                 if line_no == 1:
                     line = line.removeprefix("\ufeff")
+                if len(line) > MAX_JSON_LINE_BYTES:
+                    raise self.fail(f"line {line_no}: a line longer than "
+                                    f"{MAX_JSON_LINE_BYTES >> 10} KiB: a JSON Lines capture "
+                                    "holds one record per line (is this a capture file?)")
                 if not line.strip():
                     continue
+                record = self._record(line, row + 1, line_no)
+                if record is None:
+                    break
                 row += 1
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise self.fail(f"row {row} (line {line_no}): not valid JSON: {exc.msg}") \
-                        from None
-                if not isinstance(record, dict):
-                    raise self.fail(f"row {row} (line {line_no}): expected a JSON object "
-                                    "{\"column\": value, ...}")
-                seen.update(record)
-                for column in wanted:
-                    values[column].append(record.get(column))
+                batch.append(record)
+                if len(batch) >= _JSON_BATCH:
+                    take()
+        take()
+        if not row:
+            raise self.fail("empty file: expected one JSON object per line" if self.note is None
+                            else "no whole row: its only line is torn (a writer killed "
+                            "mid-row?)")
         arrays = {}
         for column in wanted:
             if column in seen:
                 arrays[column] = _python_array(values[column])
         return pa.table(arrays) if arrays else pa.table({"": pa.nulls(row)})
+
+    def _record(self, line: str, row: int, line_no: int) -> dict[str, Any] | None:
+        """The object on a line; None for a torn last line (noted), else a CaptureError."""
+        where = f"row {row} (line {line_no})"
+        depth = _json_depth(line)
+        if depth > MAX_JSON_DEPTH:
+            raise self.fail(f"{where}: nests {depth} levels deep, more than {MAX_JSON_DEPTH}: "
+                            "a capture row is one JSON object of values")
+        try:
+            record = json.loads(line)
+            if not _keys_once(line, record):
+                record = _UNIQUE_KEYS.decode(line)
+        except _DuplicateKey as exc:
+            raise self.fail(f"{where}: key {exc.key!r} appears twice in one object: rename "
+                            "one, so that lawkit reads the one you mean") from None
+        except json.JSONDecodeError as exc:
+            if not line.endswith(("\n", "\r")):
+                self.note = (f"{self.capture.shown}: line {line_no}, the last, has no line "
+                             "break and is not whole JSON (a writer killed mid-row?): left out")
+                return None
+            raise self.fail(f"{where}: not valid JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise self.fail(f"{where}: expected a JSON object {{\"column\": value, ...}}")
+        return record
+
+
+_JSON_BATCH = 4096
+
+
+def _keys_once(line: str, record: Any) -> bool:
+    """Whether a parsed line can hold no key twice, from two counts (json keeps the last of
+    two equal keys in silence): with no whitespace before a colon, every key is followed by
+    `":`, so as many `":` as the object has keys means no key twice and none nested. Anything
+    else (a nested object, `"a" : 1`, `":` inside a string) is parsed again, key by key."""
+    return isinstance(record, dict) and line.count('":') == len(record) and \
+        " :" not in line and "\t:" not in line
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; `_DuplicateKey` when a key appears twice (json keeps the last)."""
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return record
+
+
+_UNIQUE_KEYS = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _json_depth(line: str) -> int:
+    """How deep brackets nest on a JSON line outside strings (when that can exceed
+    MAX_JSON_DEPTH; else the count of opening brackets, a bound), without parsing it."""
+    opening = line.count("{") + line.count("[")
+    if opening <= MAX_JSON_DEPTH:
+        return opening
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", line)).encode("ascii")
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.isin(codes, (ord("{"), ord("["))).astype(np.int64) - \
+        np.isin(codes, (ord("}"), ord("]")))
+    return int(np.cumsum(steps).max()) if steps.size else 0
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -745,7 +844,8 @@ class _Whole:
     def add(self, part: Chunk) -> None:
         if self.first is None:
             self.first = Chunk(capture=part.capture, file_index=part.file_index, start=0,
-                               size=self.total, columns={}, digest=part.digest, spec=part.spec)
+                               size=self.total, columns={}, digest=part.digest, spec=part.spec,
+                               note=part.note)
         whole = self.first
         end = self.at + part.size
         for name, values in part.columns.items():
@@ -950,8 +1050,6 @@ def _python_array(values: list[Any]) -> Any:
 
 
 def _json_text(value: Any) -> str:
-    import json
-
     if isinstance(value, str):
         return value
     return json.dumps(value)
@@ -990,8 +1088,6 @@ def _open_binary(capture: Capture) -> IO[bytes]:
     except OSError as exc:
         raise CaptureError(f"cannot read: {exc.strerror}", path=capture.shown) from None
 
-
-_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
 
 
 def _gunzip(capture: Capture) -> bytes:

@@ -446,7 +446,8 @@ def _law(law: LawSpec, split: Split | None,
     assert isinstance(first_request, methods.Fold)
     first: LawFold = (yield _Seeing(first_request)) or LawFold()
     if first.state is None:
-        raise FitError("every row it selects was dropped as invalid" if first.seen.dropped
+        raise FitError("every row it selects was dropped: invalid, or with an empty target "
+                       "cell (a region no step entered)" if first.seen.dropped
                        else "no rows to fit")
     reply: Any = first
     while True:

@@ -112,7 +112,7 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
                      records=scan.fitted, captures=records, at=timestamp(request.now),
                      labels=labels, kept=kept, dropped=scan.dropped, footprint=bound,
-                     passes=dict(runner.passes))
+                     notes=scan.notes, passes=dict(runner.passes))
 
 
 __all__ = ["FitReport", "FitRequest", "FittedLaw", "LawSpec", "fit_laws", "run_fit",

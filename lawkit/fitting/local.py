@@ -122,7 +122,8 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
             del x, y, w
     except FitError as exc:
         if seen.dropped and exc.detail == "no rows to fit":
-            exc = FitError("every row it selects was dropped as invalid")
+            exc = FitError("every row it selects was dropped: invalid, or with an empty target "
+                           "cell (a region no step entered)")
         selection = law.selection()
         where = f" (where {selection})" if selection else ""
         raise FitError(f"law {law.name}{where}: {exc.detail}") from None

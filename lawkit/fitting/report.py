@@ -46,6 +46,8 @@ class FitReport:
     dropped: int = 0
     """Rows dropped (--drop-invalid) for an empty or invalid selection or digest value; the
     rows each law dropped for its fitted columns are in its `fit.dropped`."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader left out of the captures (a torn last line)."""
     written: bool = False
     text: str = ""
     passes: dict[str, int] = field(default_factory=dict)
@@ -74,6 +76,7 @@ class FitReport:
                      for f in self.laws],
             "kept": self.kept,
             "dropped": self.dropped,
+            "notes": self.notes,
             "passes": self.passes,
         }
 
@@ -110,6 +113,7 @@ class FitReport:
         if self.dropped:
             out.append(f"dropped {self.dropped} row{'s' if self.dropped != 1 else ''} with an "
                        "invalid selection or digest value")
+        out.extend(f"note: {note}" for note in self.notes)
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")

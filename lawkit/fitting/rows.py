@@ -119,10 +119,12 @@ def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
         rows &= ok
     if held is not None:
         rows &= held if holdout else ~held
+    unmeasured = rows & chunk.empty(law.target)  # a region the step did not enter: left out
+    rows &= ~unmeasured
     good = valid_or_raise(chunk, law.numbers(), rows, drop_invalid)
     if good.all():
-        return rows, 0
-    dropped = int(np.count_nonzero(rows & ~good))
+        return rows, int(np.count_nonzero(unmeasured))
+    dropped = int(np.count_nonzero(rows & ~good) + np.count_nonzero(unmeasured))
     return rows & good, dropped
 
 

@@ -33,6 +33,8 @@ class Scan:
     undigested: list[str] = field(default_factory=list)
     dropped: int = 0
     """Rows dropped (with drop_invalid) for an invalid selection or digest value."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader left out of the files (`Chunk.note`: a torn last line)."""
 
     def add(self, chunk: captures.Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
             drop_invalid: bool = False, split: Split | None = None) -> None:
@@ -41,6 +43,8 @@ class Scan:
         named = chunk.has_digest_column or chunk.digest is not None
         if not named and chunk.start == 0:
             self.undigested.append(chunk.capture.shown)
+        if chunk.note is not None and chunk.start == 0:
+            self.notes.append(chunk.note)
         used = np.zeros(chunk.size, dtype=bool)
         selection_ok = np.ones(chunk.size, dtype=bool)
         for i, law in enumerate(specs):
@@ -81,7 +85,7 @@ class Scan:
                     for i in keys},
             selected={i: self.selected.get(i, 0) + after.selected.get(i, 0) for i in counted},
             digests=digests, undigested=[*self.undigested, *after.undigested],
-            dropped=self.dropped + after.dropped)
+            dropped=self.dropped + after.dropped, notes=[*self.notes, *after.notes])
 
     def sort_groups(self) -> Scan:
         """The scan with each spec's groups distinct and in order (numbers, then text)."""

@@ -5,7 +5,16 @@ given): n, the mean, median and 90th-percentile absolute percentage error (MAPE,
 signed percentage error (bias: positive when the law over-predicts), R^2, the RMSE in the
 target's unit, and the share of rows outside the law's domain. Percentages are fractions here
 (0.031 is 3.1%), as `--max-mape` is. A law with no matching rows is "not scored" and fails
-nothing by itself; no law matching any row is an error (DESIGN.md section 6).
+nothing by itself; no law matching any row is an error (DESIGN.md section 6). A row whose target
+cell is empty (a region the step did not enter, DESIGN.md section 12) is left out of that law
+and counted (`unmeasured`).
+
+A law whose rows all measure 0 has no percentage error at all. Under `--max-mape` it fails
+(exit 1, named on a FAIL line): the gate is there to show that the laws hold, and it cannot show
+that of a law it could not score, which is what a capture pipeline writing zeros produces. It is
+exit 1 and not 2 because nothing is unreadable: zero is a valid duration, the command worked,
+and what it found is a problem with the law's evidence, as a MAPE above the threshold is.
+Without `--max-mape` such a law is "not scored".
 
 Capture reading and validation are lawkit.fitting.captures', row selection
 lawkit.lawfiles.where's: a target,
@@ -66,6 +75,8 @@ def metrics(y: Any, p: Any, outside: Any = None) -> Metrics:
 
     Percentage errors are relative to the measurement; rows measuring exactly 0 have none and
     are counted in `zero_targets`. R^2 is undefined for fewer than two distinct measurements.
+    Sums of squares are taken on values divided by the largest magnitude, so that values near
+    the float64 limit (1e308) give their figures instead of overflowing.
     """
     import numpy as np
 
@@ -74,25 +85,34 @@ def metrics(y: Any, p: Any, outside: Any = None) -> Metrics:
     n = int(y.size)
     if n == 0:
         return Metrics(0, None, None, None, None, None, None, None)
-    error = p - y
-    nonzero = y != 0
-    relative = error[nonzero] / np.abs(y[nonzero])
-    ape = np.abs(relative)
-    have = ape.size > 0
-    sst = float(np.sum((y - y.mean()) ** 2))
-    ssr = float(np.sum(error**2))
-    share = None if outside is None else float(np.count_nonzero(outside)) / n
-    return Metrics(
-        n=n,
-        mape=_finite(ape.mean()) if have else None,
-        median_ape=_finite(np.median(ape)) if have else None,
-        p90_ape=_finite(np.quantile(ape, 0.9)) if have else None,
-        bias=_finite(relative.mean()) if have else None,
-        r2=_finite(1.0 - ssr / sst) if sst > 0 else None,
-        rmse=_finite(math.sqrt(ssr / n)),
-        outside_domain=share,
-        zero_targets=int(n - np.count_nonzero(nonzero)),
-    )
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        nonzero = y != 0
+        measured, predicted = y[nonzero], p[nonzero]
+        relative = (predicted - measured) / np.abs(measured)
+        overflowed = ~np.isfinite(relative) & np.isfinite(predicted)
+        if overflowed.any():  # p - y beyond the float64 range, its ratio to y within it
+            relative[overflowed] = predicted[overflowed] / np.abs(measured[overflowed]) - \
+                np.sign(measured[overflowed])
+        ape = np.abs(relative)
+        magnitudes = np.abs(np.concatenate([y, p]))
+        finite = magnitudes[np.isfinite(magnitudes)]
+        scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        ys, error = y / scale, p / scale - y / scale
+        sst = float(np.sum((ys - ys.mean()) ** 2))
+        ssr = float(np.sum(error**2))
+        have = ape.size > 0
+        share = None if outside is None else float(np.count_nonzero(outside)) / n
+        return Metrics(
+            n=n,
+            mape=_finite(ape.mean()) if have else None,
+            median_ape=_finite(np.median(ape)) if have else None,
+            p90_ape=_finite(np.quantile(ape, 0.9)) if have else None,
+            bias=_finite(relative.mean()) if have else None,
+            r2=_finite(1.0 - ssr / sst) if sst > 0 else None,
+            rmse=_finite(scale * math.sqrt(ssr / n)) if math.isfinite(ssr) else None,
+            outside_domain=share,
+            zero_targets=int(n - np.count_nonzero(nonzero)),
+        )
 
 
 @dataclass(frozen=True)
@@ -105,11 +125,26 @@ class LawScore:
     metrics: Metrics
     status: str
     dropped: int = 0
+    unmeasured: int = 0
+    """Rows it selects whose target cell is empty (a region not entered), left out."""
+
+    @property
+    def unscorable(self) -> bool:
+        """Whether it has rows but no percentage error (every row measures 0)."""
+        return self.metrics.n > 0 and self.metrics.mape is None
+
+    def no_mape(self) -> str:
+        """Why an unscorable law has no MAPE, in words."""
+        m = self.metrics
+        if m.zero_targets == m.n:
+            return f"all {m.n} of its rows measure 0 {self.target}"
+        return "its percentage errors are not finite numbers"
 
     def to_json(self) -> dict[str, Any]:
         """The law's entry in `lawkit score --json`."""
         return {"name": self.name, "target": self.target, "selection": self.selection,
-                "status": self.status, **self.metrics.to_json(), "dropped": self.dropped}
+                "status": self.status, **self.metrics.to_json(), "dropped": self.dropped,
+                "unmeasured": self.unmeasured}
 
 
 @dataclass
@@ -129,6 +164,8 @@ class ScoreReport:
     """Per law name, the scored rows' target and feature columns (kept for plots)."""
     models: dict[str, Law] = field(default_factory=dict, repr=False)
     """The laws scored, by name."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader said about the files (a torn last line left out)."""
 
     @property
     def failed(self) -> list[LawScore]:
@@ -137,7 +174,8 @@ class ScoreReport:
 
     @property
     def not_scored(self) -> list[LawScore]:
-        """The laws no capture row matched."""
+        """The laws not scored: no capture row matched, or (without a threshold) every row
+        measures 0."""
         return [s for s in self.laws if s.status == NOT_SCORED]
 
     @property
@@ -152,6 +190,7 @@ class ScoreReport:
                 "ok": not self.failed,
                 "failed": [s.name for s in self.failed],
                 "not_scored": [s.name for s in self.not_scored],
+                "notes": self.notes,
                 "laws": [s.to_json() for s in self.laws]}
 
     def lines(self) -> list[str]:
@@ -181,11 +220,22 @@ class ScoreReport:
             if s.dropped:
                 out.append(f"note: {s.name}: {s.dropped} invalid "
                            f"row{'s' if s.dropped != 1 else ''} dropped")
+            if s.unmeasured:
+                out.append(f"note: {s.name}: {s.unmeasured} row{'s' if s.unmeasured != 1 else ''}"
+                           f" with no {s.target} (the region was not entered): left out")
+        out.extend(f"note: {note}" for note in self.notes)
         for s in self.failed:
-            out.append(f"FAIL {s.name}: MAPE {_pct(s.metrics.mape)} > {_pct(self.max_mape)}")
-        if self.not_scored:
-            out.append(f"not scored (no matching rows): "
-                       f"{', '.join(s.name for s in self.not_scored)}")
+            if s.unscorable:
+                out.append(f"FAIL {s.name}: {s.no_mape()}, so it has no percentage error to "
+                           "hold to --max-mape (are the captures measuring?)")
+            else:
+                out.append(f"FAIL {s.name}: MAPE {_pct(s.metrics.mape)} > "
+                           f"{_pct(self.max_mape)}")
+        unmatched = [s.name for s in self.not_scored if not s.unscorable]
+        if unmatched:
+            out.append(f"not scored (no matching rows): {', '.join(unmatched)}")
+        out.extend(f"not scored ({s.no_mape()}): {s.name}" for s in self.not_scored
+                   if s.unscorable)
         return out
 
 
@@ -218,10 +268,11 @@ def score(
     _check_threshold(max_mape)
     expr = parse_where(where) if where else None
     files = cap.find_captures(capture_paths, cwd=here, shown=ws.rel)
-    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [])
+    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
     state = _Scoring(law_file.host.laws, drop_invalid=drop_invalid, keep_data=keep_data)
     sizes = [_size(c.path) for c in files]
     rows = considered = 0
+    notes: list[str] = []
     with progress(sum(sizes), quiet=quiet, description="scoring") as advance:
         for capture, size in zip(files, sizes, strict=True):
             advance(0, capture.shown)
@@ -230,9 +281,12 @@ def score(
                 keep = expr.mask(chunk.columns) if expr is not None else None
                 considered += chunk.size if keep is None else int(keep.sum())
                 state.add(chunk, keep)
+                if chunk.note is not None and chunk.note not in notes:
+                    notes.append(chunk.note)
             advance(size)
     report = state.report(law_file, [c.shown for c in files], where=where, max_mape=max_mape,
                           rows=rows, considered=considered)
+    report.notes = notes
     if all(s.metrics.n == 0 for s in report.laws):
         raise CaptureError(_nothing_matched(law_file, rows, considered, where))
     return report
@@ -270,6 +324,7 @@ class _Scoring:
         self.parts: dict[str, list[tuple[Any, Any, Any]]] = {law.name: [] for law in laws}
         self.kept: dict[str, list[dict[str, Any]]] = {law.name: [] for law in laws}
         self.dropped = dict.fromkeys(self.parts, 0)
+        self.unmeasured = dict.fromkeys(self.parts, 0)
 
     def add(self, chunk: Chunk, keep: BoolArray | None) -> None:
         import numpy as np
@@ -280,6 +335,10 @@ class _Scoring:
             selected = law_mask(law.where, law.filter, chunk.columns)
             if keep is not None:
                 selected &= keep
+            unmeasured = selected & chunk.empty(law.target)
+            if unmeasured.any():
+                self.unmeasured[law.name] += int(np.count_nonzero(unmeasured))
+                selected &= ~unmeasured
             used = [law.target, *law.columns()]
             if self.drop_invalid:
                 valid = chunk.valid(used)
@@ -314,15 +373,16 @@ class _Scoring:
                 m = metrics(y, p, outside)
             else:
                 m = metrics([], [])
-            if m.n == 0 or m.mape is None:
+            if m.n == 0 or (m.mape is None and max_mape is None):
                 status = NOT_SCORED
-            elif max_mape is not None and m.mape > max_mape:
-                status = FAIL
+            elif max_mape is not None and (m.mape is None or m.mape > max_mape):
+                status = FAIL  # no percentage error cannot pass the gate (module docstring)
             else:
                 status = OK
             scores.append(LawScore(name=law.name, target=law.target,
                                    selection=format_where(law.where, law.filter), metrics=m,
-                                   status=status, dropped=self.dropped[law.name]))
+                                   status=status, dropped=self.dropped[law.name],
+                                   unmeasured=self.unmeasured[law.name]))
             if self.keep_data and self.kept[law.name]:
                 pieces = self.kept[law.name]
                 data[law.name] = {c: np.concatenate([piece[c] for piece in pieces])
@@ -332,7 +392,9 @@ class _Scoring:
                            data=data, models={law.name: law for law in self.laws})
 
 
-def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
+def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspace) -> Any:
+    """The columns scoring reads; the key column too, so that a torn last row of a
+    `lawkit.capture` file (its key column last) is told from a whole one."""
     from lawkit.fitting.captures import ColumnSpec
     from lawkit.lawfiles.where import law_columns
 
@@ -345,7 +407,8 @@ def _column_spec(laws: Sequence[Law], where_columns: Sequence[str]) -> Any:
         labels.update(dict.fromkeys(law_columns(law.where, law.filter)))
     labels.update(dict.fromkeys(where_columns))
     return ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers),
-                      nonnegative=tuple(targets))
+                      nonnegative=tuple(targets), digest=ws.digest.key,
+                      digest_length=ws.digest.length)
 
 
 def _needed(laws: Sequence[Law]) -> list[str]:

@@ -577,7 +577,10 @@ def _scaled_factor(state: PartialFit) -> tuple[Array, Array, Array]:
     """
     p = len(state.terms)
     r = state.r[:p, :p]
-    norms = np.linalg.norm(r, axis=0)
+    # Each column's norm taken on the column over its largest magnitude: squares of values
+    # near 1e-200 underflow to 0, and such a column is not zero (issue 23).
+    peaks = np.max(np.abs(r), axis=0)
+    norms = peaks * np.linalg.norm(r / np.where(peaks > 0, peaks, 1.0), axis=0)
     s = np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
     return r / s, state.r[:p, p].copy(), s
 

@@ -48,6 +48,9 @@ PREFIX = "lawkit-spill-"
 BLOCK_ROWS = 1 << 18
 """At most this many rows a block (fewer when the fit's chunks are smaller)."""
 _CODES = np.dtype(np.int32)
+_EMPTY = "\x00empty:"
+"""The prefix of a block's column holding another column's empty cells (a region the step did
+not enter, DESIGN.md section 7), stored only where a chunk has such cells."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,10 @@ class Spill:
         """Append a chunk: to the pending block when it continues it, else a block of its own
         (the pending one written first)."""
         encoded = {name: self._encode(name, values) for name, values in chunk.columns.items()}
+        for name in chunk.columns:
+            empty = chunk.empty(name)
+            if empty.any():
+                encoded[_EMPTY + name] = (np.ascontiguousarray(empty), False)
         if self._pending:
             last, before = self._pending[-1]
             held = sum(c.size for c, _ in self._pending)
@@ -152,7 +159,8 @@ class Spill:
         at = 0
         try:
             for name, (data, coded) in self._pending[0][1].items():
-                valid = all(bool(c.valid([name]).all()) for c, _ in self._pending)
+                valid = not name.startswith(_EMPTY) and all(
+                    bool(c.valid([name]).all()) for c, _ in self._pending)
                 columns.append(_Column(name, data.dtype.str, at, coded, valid))
                 for _chunk, encoded in self._pending:
                     self._file.write(memoryview(encoded[name][0]).cast("B"))
@@ -198,15 +206,21 @@ class Spill:
                 raise FitError(f"the spill {self.path} was cut short ({got} of {block.nbytes} "
                                "bytes of a block): was the temp folder cleaned during the fit?")
             columns: dict[str, Any] = {}
+            empty: dict[str, Any] = {}
             everywhere = np.ones(block.size, dtype=bool)
             for column in block.columns:
                 dtype = np.dtype(column.dtype)
                 values = np.frombuffer(buffer, dtype=dtype, count=block.size,
                                        offset=column.offset)
-                columns[column.name] = decoded[column.name][values] if column.coded else values
+                if column.name.startswith(_EMPTY):
+                    empty[column.name.removeprefix(_EMPTY)] = values
+                else:
+                    columns[column.name] = decoded[column.name][values] if column.coded \
+                        else values
             yield SpilledChunk(capture=self.found[block.file_index],
                                file_index=block.file_index, start=block.start, size=block.size,
                                columns=columns, digest=block.digest, spec=self.spec,
+                               _empty=empty,
                                _valid={c.name: everywhere for c in block.columns if c.valid},
                                chunk_rows=self.chunk_rows)
 

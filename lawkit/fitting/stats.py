@@ -20,7 +20,8 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     scale         the method's own robust scale (huber: MAD; robust: the M-scale)
     downweighted  rows whose robust weight ended below 0.5 (huber, robust)
     weight        the weight column, with --weight
-    dropped       rows dropped by --drop-invalid (when any)
+    dropped       rows dropped by --drop-invalid, and rows whose target cell is empty (a
+                  region the step did not enter, DESIGN.md section 7), when any
     holdout       {split: random, seed: S | split: files, files: [...]; fraction, n, r2, rmse,
                   mape}: the law scored on held-out rows (unweighted)
 
