@@ -502,8 +502,9 @@ def test_a_feature_of_values_near_1e_minus_200_is_fitted_not_called_zero(
     the column norms that scale the design, and the column is not zero."""
     rows = "".join(f"a,{i * 1e-200!r},{1 + 2 * i}\n" for i in range(1, 12))
     (tmp_path / "tiny.csv").write_text("model,bs,host_s\n" + rows)
+    (tmp_path / "laws").mkdir(exist_ok=True)
     result = runner.invoke(app, ["fit", "tiny.csv", "--formula", "host_s ~ 1 + bs",
-                                 "--captured-on", OLD, "--out", "out.yaml", "--json"])
+                                 "--captured-on", OLD, "--out", "laws/out.yaml", "--json"])
     assert result.exit_code == 0, result.output
     terms = json.loads(result.stdout)["laws"][0]["terms"]
     assert terms["1"] == pytest.approx(1.0) and terms["bs"] == pytest.approx(2e200)

@@ -212,7 +212,7 @@ def test_small_chunks_of_a_file_are_spilled_as_larger_blocks_with_the_same_fit_a
     monkeypatch.undo()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     frame = pd.read_parquet(tmp_path / "caps" / "b.parquet")
-    frame.loc[frame.index[420], "host_s"] = np.nan  # row 421, in the third block of b
+    frame.loc[frame.index[420], "host_s"] = -1.0  # row 421, in the third block of b
     frame.to_parquet(tmp_path / "caps" / "b.parquet", row_group_size=50)
     law = frame.iloc[420]
     request = FitRequest(captures=[tmp_path / "caps"], out=tmp_path / "laws" / "h.yaml",
