@@ -357,7 +357,7 @@ def test_score_counts_one_invalid_row_dropped_in_the_singular(tmp_path: Path) ->
     make_workspace(tmp_path, 1)
     _score_workspace(tmp_path)
     caps = tmp_path / "caps.csv"
-    caps.write_text(caps.read_text() + "9,\n")
+    caps.write_text(caps.read_text() + "9,abc\n")  # an empty cell is a region not entered
     result = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--drop-invalid"])
     assert result.exit_code == 0, result.output
     assert "note: line: 1 invalid row dropped" in result.output, result.output
