@@ -3,8 +3,8 @@
 Holds `lawfile` (the validated model and `load`), `yamlsafe` (the positioned safe loader),
 `lawbytes` (the size cap), `lawwrite` (YAML text lawkit writes), `textedit` (byte-exact edits),
 `where` (the selection grammar of `where` and `filter`), `terms` (the term grammar: columns,
-`step(COL,K)`, `hinge(COL,K)`), `compiled` (a law as a plain Python function of one row) and
-`predict` (evaluating a law on arrays).
+`step(COL,K)`, `hinge(COL,K)`), `compiled` (a law as a plain Python function of one row),
+`predict` (evaluating a law on arrays) and `predicterrors` (the warning and errors both raise).
 
 May import: the standard library, PyYAML, pydantic, `lawkit.errors`, `lawkit.fsio`,
 `lawkit.config` and `src_digest`; numpy only inside array prediction. Never `lawkit.keying`,

@@ -11,12 +11,17 @@ section 5: predict applies both). Such rows are still predicted; the caller is t
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from lawkit.errors import CaptureError
+
+# The warning and errors are predict's to name too (lawkit re-exports them from here).
+from lawkit.lawfiles.predicterrors import LawDomainError as LawDomainError
+from lawkit.lawfiles.predicterrors import LawDomainWarning as LawDomainWarning
+from lawkit.lawfiles.predicterrors import MissingColumnError as MissingColumnError
+from lawkit.lawfiles.predicterrors import format_number
 from lawkit.lawfiles.terms import Factor, parse_term
 
 if TYPE_CHECKING:
@@ -30,21 +35,6 @@ if TYPE_CHECKING:
 
 OnDomain = Literal["warn", "ignore", "mask", "raise"]
 _ON_DOMAIN = ("warn", "ignore", "mask", "raise")
-
-
-class LawDomainWarning(UserWarning):
-    """Rows were predicted outside the domain their law was fitted on."""
-
-
-class LawDomainError(CaptureError):
-    """`on_domain="raise"`: rows lie outside the domain their law was fitted on."""
-
-
-class MissingColumnError(CaptureError, KeyError):
-    """The data lacks a column a law needs (a KeyError too, for `except KeyError` callers)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: int = 2) -> Any:
@@ -172,9 +162,9 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
         values = np.broadcast_to(values, mask.shape)[mask]
         below, above = values[values < low], values[values > high]
         if below.size:
-            details.append(f"{name} {_num(below.min())} < {_num(low)}")
+            details.append(f"{name} {format_number(below.min())} < {format_number(low)}")
         if above.size:
-            details.append(f"{name} {_num(above.max())} > {_num(high)}")
+            details.append(f"{name} {format_number(above.max())} > {format_number(high)}")
         if np.isnan(values).any():
             details.append(f"{name} NaN")
     unselected = _unselected(law, data, mask.shape)
@@ -260,20 +250,6 @@ def _missing(name: str, law: Law) -> MissingColumnError:
                               "hold")
 
 
-def _scalar(data: Mapping[str, Any], name: str, law: Law) -> float:
-    try:
-        value = data[name]
-    except KeyError:
-        raise _missing(name, law) from None
-    if type(value) is float:
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if hasattr(value, "dtype") and value.dtype.kind in "iuf":
-            return float(value)
-        raise CaptureError(f"law {law.name!r}: column {name!r} is {value!r}, not a number")
-    return float(value)
-
-
 def _array(data: Any, name: str, law: Law) -> Any:
     import numpy as np
 
@@ -295,8 +271,3 @@ def _length(data: Any) -> int:
     if hasattr(data, "shape") and hasattr(data, "columns"):
         return int(data.shape[0])
     return max((len(v) for v in data.values() if not _is_scalar(v)), default=1)
-
-
-def _num(value: float) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() and math.isfinite(value) else f"{value:g}"
