@@ -1,12 +1,12 @@
 """Evaluating a law: `sum(coef * product of columns)` over a table, an array mapping or scalars.
 
 A simulator asks a law about one step at a time (a mapping of scalars: plain Python floats, no
-numpy on that path) or about many rows at once (a DataFrame or a mapping of arrays: one numpy
-pass per term, no per-row Python). A row is outside the law when a feature lies outside the
-law's `domain` (the range of every feature it was fitted on) or, where the data holds the
-columns of the law's `where`/`filter`, when that selection does not pick it (DESIGN.md
-section 5: predict applies both). Such rows are still predicted; the caller is told with a
-`LawDomainWarning`, or gets the mask.
+numpy on that path) or about many rows at once (a DataFrame or a mapping of arrays: numpy
+passes over blocks of rows, no per-row Python). A row is outside the law when a feature lies
+outside the law's `domain` (the range of every feature it was fitted on) or, where the data
+holds the columns of the law's `where`/`filter`, when that selection does not pick it
+(DESIGN.md section 5: predict applies both). Such rows are still predicted; the caller is told
+with a `LawDomainWarning`, or gets the mask.
 """
 
 from __future__ import annotations
@@ -60,16 +60,16 @@ def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: in
 
 
 # Rows per block: a block of every column, the output and the scratch (1 MiB each) stay in the
-# CPU cache between the passes, so each column is read from memory once whatever the number of
-# terms. bench/predict.py measured 32K-256K rows: 128K was the fastest, and per-call overhead
-# grows below it.
+# CPU's last-level cache between the passes, so each column is read from memory once whatever
+# the number of terms. bench/predict.py measured 32K-256K rows: 128K was the fastest, and the
+# per-call overhead grows below it.
 _BLOCK = 1 << 17
 
 # The evaluation as passes over a block: `ufunc(slots[x], slots[y], slots[z])`, where the slots
 # of a block are its output rows, the scratch, each column's rows, each step/hinge factor's
 # values and the coefficients (a number stays a number: numpy broadcasts it).
 _OUT, _SCRATCH = 0, 1
-Step = tuple[Any, int, int, int]
+_Step = tuple[Any, int, int, int]
 
 
 def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, set[str]]:
@@ -109,7 +109,7 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
     return out, strays
 
 
-def _program(law: Law, names: list[str]) -> tuple[list[Step], list[tuple[Factor, int]],
+def _program(law: Law, names: list[str]) -> tuple[list[_Step], list[tuple[Factor, int]],
                                                   list[float]]:
     """The passes that evaluate `law` over a block, the step/hinge factors to compute first
     (each with the slot of its column), and the constants' slot values.
@@ -141,7 +141,7 @@ def _program(law: Law, names: list[str]) -> tuple[list[Step], list[tuple[Factor,
         return columns[factor.column] if factor.kind == "column" else factors_at[factor]
 
     fused = len(terms) > 1 and not terms[0][1] and bool(terms[1][1])
-    steps: list[Step] = []
+    steps: list[_Step] = []
     for i, (coef, factors) in enumerate(terms):
         if not factors:  # the intercept
             if i == 0 and not fused:
