@@ -6,10 +6,12 @@ Arrays: a law shaped like a scheduling law, `host_s ~ 1 + num_seqs + num_tokens 
 num_seqs:max_context`, with a domain on every feature, over N rows (default 1,000,000) of
 float64 columns, all inside the domain (the common case: no warning), as a DataFrame and as a
 mapping of arrays, against the floor: `X @ coef` with X the (rows x terms) design built
-beforehand (its product column included), so only the product-sum is timed. Target: 1.5x.
-The floor runs on as many BLAS threads as the machine gives it, and predict on one thread (a
-numpy pass per operation; see docs/python-api.md for why it stays there), so `X @ coef` on one
-BLAS thread is shown beside it, timed on its own: the like-for-like figure.
+beforehand (its product column included), so only the product-sum is timed. Predict runs on one
+thread (a numpy pass per operation; see docs/python-api.md for why it stays there), the floor
+on as many BLAS threads as the machine gives it and, like for like, on one. Targets (issue 23):
+`Law.predict` on a mapping of arrays within 1.5x of `X @ coef` on one BLAS thread, and with
+`on_domain="ignore"` within 1.5x of `X @ coef` on the default threads (or on one, when that ran
+faster: another process held a core). The DataFrame figure is shown beside them.
 
 One row (issue 17: a simulator prices every step): a decode law with a `where`, a step factor
 and two features, `host_s ~ 1 + batch_size + num_tokens + step(batch_size,60)`, on a row that
@@ -18,12 +20,15 @@ term strings parsed once (a loop over the parsed factors, the `where` check, the
 `law.compile()` within 2x, `law.predict(row)` within 5x; `LawFile.compile()` (choosing the law
 by the row's `where` among 8 laws) is shown beside them.
 
-Best of N timed runs after a warm-up, every candidate timed once per round.
+Best of N timed runs after a warm-up, every candidate timed once per round (the one-thread
+floor too, under a one-thread BLAS limit). The machine's load moves every figure: run it
+several times and quote the range.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -50,20 +55,23 @@ ROW_DOMAIN = {"batch_size": [1.0, 128.0], "num_tokens": [1.0, 8192.0]}
 ROW = {"phase": "decode", "model": "m3", "batch_size": 72.0, "num_tokens": 1500.0}
 
 
-def best_of(runs: int, candidates: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    """The best wall time of each candidate over `runs` rounds, in seconds.
+def best_of(runs: int, candidates: dict[str, Callable[[], Any]],
+            one_thread: frozenset[str] = frozenset()) -> dict[str, float]:
+    """The best wall time of each candidate over `runs` rounds, in seconds; the candidates
+    named in `one_thread` run with BLAS limited to one thread (the limit set outside the timing).
 
     Each round times every candidate once, so that load from elsewhere on the machine falls on
     all of them alike rather than on whichever ran during it.
     """
     best = dict.fromkeys(candidates, float("inf"))
-    for fn in candidates.values():
-        fn()
-    for _ in range(runs):
+    for _ in range(runs + 1):  # the first round warms up
         for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            with threadpool_limits(1) if name in one_thread else contextlib.nullcontext():
+                start = time.perf_counter()
+                fn()
+                seconds = time.perf_counter() - start
+            if _:
+                best[name] = min(best[name], seconds)
     return best
 
 
@@ -142,6 +150,7 @@ def main() -> int:
     calls = range(args.calls)
     timings = best_of(args.runs, {
         "floor": lambda: design @ coef,
+        "one-thread floor": lambda: design @ coef,
         "Law.predict(DataFrame)": lambda: law.predict(frame),
         "Law.predict(dict of arrays)": lambda: law.predict(columns),
         "Law.predict(..., on_domain='ignore')": lambda: law.predict(columns, on_domain="ignore"),
@@ -149,40 +158,46 @@ def main() -> int:
         "law.compile()(row)": lambda: [compiled(ROW) for _ in calls],
         "law.predict(row)": lambda: [decode.predict(ROW) for _ in calls],
         "LawFile.compile()(row), 8 laws": lambda: [chooser(ROW) for _ in calls],
-    })
-    with threadpool_limits(1):
-        one_thread = best_of(args.runs, {"floor": lambda: design @ coef})["floor"]
-    floor = timings.pop("floor")
+    }, one_thread=frozenset({"one-thread floor"}))
+    floor, one_thread = timings.pop("floor"), timings.pop("one-thread floor")
     row_floor = timings.pop("row floor")
     row_names = ["law.compile()(row)", "law.predict(row)", "LawFile.compile()(row), 8 laws"]
     rows = {name: timings.pop(name) for name in row_names}
 
     print(f"arrays: {n:,} rows, {len(TERMS)} terms, best of {args.runs} runs")
-    print(f"  {'X @ coef (design prebuilt)':40s} {floor * 1e3:8.2f} ms   1.00x   "
-          f"{'on one BLAS thread':>20s}")
-    print(f"  {'X @ coef, one BLAS thread':40s} {one_thread * 1e3:8.2f} ms   "
-          f"{one_thread / floor:.2f}x   {1:19.2f}x")
-    worst = 0.0
+    print(f"  {'':40s} {'':11s} {'default threads':>15s} {'one BLAS thread':>16s}")
+    print(f"  {'X @ coef (design prebuilt)':40s} {floor * 1e3:8.2f} ms {1:14.2f}x "
+          f"{floor / one_thread:15.2f}x")
+    print(f"  {'X @ coef, one BLAS thread':40s} {one_thread * 1e3:8.2f} ms "
+          f"{one_thread / floor:14.2f}x {1:15.2f}x")
     for name, seconds in timings.items():
-        ratio = seconds / floor
-        worst = max(worst, ratio)
-        print(f"  {name:40s} {seconds * 1e3:8.2f} ms   {ratio:.2f}x   "
-              f"{seconds / one_thread:19.2f}x")
+        print(f"  {name:40s} {seconds * 1e3:8.2f} ms {seconds / floor:14.2f}x "
+              f"{seconds / one_thread:15.2f}x")
     print(f"one row: where, a step factor, two features; best of {args.runs} runs of "
           f"{args.calls:,} calls")
     print(f"  {'plain Python, terms parsed once':40s} {row_floor / args.calls * 1e6:8.3f} us   "
           "1.00x")
-    ratios = {}
     for name, seconds in rows.items():
-        ratios[name] = seconds / row_floor
-        print(f"  {name:40s} {seconds / args.calls * 1e6:8.3f} us   {ratios[name]:.2f}x")
-    targets = [("arrays", worst, 1.5), ("law.compile()(row)", ratios["law.compile()(row)"], 2.0),
-               ("law.predict(row)", ratios["law.predict(row)"], 5.0)]
+        print(f"  {name:40s} {seconds / args.calls * 1e6:8.3f} us   {seconds / row_floor:.2f}x")
+    targets = [
+        ("Law.predict(dict of arrays) / X @ coef on one BLAS thread",
+         timings["Law.predict(dict of arrays)"] / one_thread, 1.5),
+        # Against the faster floor: when another process holds the second core, the default
+        # threads run slower than one, and that floor would flatter predict.
+        ("on_domain='ignore' / X @ coef on the default threads",
+         timings["Law.predict(..., on_domain='ignore')"] / min(floor, one_thread), 1.5),
+        ("law.compile()(row) / plain Python", rows["law.compile()(row)"] / row_floor, 2.0),
+        ("law.predict(row) / plain Python", rows["law.predict(row)"] / row_floor, 5.0),
+    ]
+    if one_thread < floor:
+        print("the default threads ran slower than one: another process held a core, so the "
+              "'ignore' target is judged against the one-thread floor")
+    print("targets:")
     ok = True
     for name, ratio, target in targets:
-        good = ratio <= target
-        ok &= good
-        print(f"{name}: {ratio:.2f}x (target <= {target:g}x): {'ok' if good else 'MISSED'}")
+        ok &= ratio <= target
+        print(f"  {name:58s} {ratio:5.2f}x (<= {target:g}x): "
+              f"{'MET' if ratio <= target else 'MISSED'}")
     return 0 if ok else 1
 
 

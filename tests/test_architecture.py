@@ -120,11 +120,9 @@ def test_src_digest_imports_only_the_standard_library() -> None:
     assert outside == []
 
 
-ALLOWED_CYCLES: list[frozenset[str]] = [
-    # Being broken on the `predict` branch (issue 24): the lead removes this entry when that
-    # branch is merged. An entry whose cycle is gone fails the test below, so none outlives it.
-    frozenset({"lawkit.lawfiles.compiled", "lawkit.lawfiles.predict"}),
-]
+ALLOWED_CYCLES: list[frozenset[str]] = []
+"""Cycles tolerated for now, none: an entry whose cycle is gone fails the test below, so none
+outlives it."""
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import warnings
@@ -79,6 +80,35 @@ def test_each_row_of_an_array_prediction_is_the_scalar_prediction_of_that_row(
     for i, (s, t, c) in enumerate(rows):
         one = law.predict({"num_seqs": s, "num_tokens": t, "max_context": c})
         assert got[i] == pytest.approx(one, rel=1e-14)
+
+
+_TERMS = ["1", "a", "b", "a:b", "step(a,0.5)", "hinge(b,-1)", "a:step(a,0.5)",
+          "b:hinge(b,-1):a"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.permutations(_TERMS).flatmap(lambda order: st.tuples(
+    st.integers(1, len(order)).map(lambda k: order[:k]),
+    st.lists(st.sampled_from([-0.0, 0.0, 1.5, -2.25, 3.1e-8]), min_size=len(order),
+             max_size=len(order)))), st.booleans())
+def test_every_row_across_a_block_boundary_is_the_compiled_forms_value_to_the_last_bit(
+        law_terms: tuple[list[str], list[float]], b_is_one_value: bool) -> None:
+    # Terms in any order (the intercept anywhere or nowhere), a step or hinge factor read by
+    # several terms, signed zeros, and a column given as one value for every row.
+    from lawkit.lawfiles.predict import _BLOCK
+
+    names, coefs = law_terms
+    law = Law(name="x", target="t", terms=dict(zip(names, coefs, strict=False)))
+    n = _BLOCK + 3
+    rng = np.random.default_rng(len(names))
+    data = {"a": rng.normal(size=n), "b": np.float64(-0.25) if b_is_one_value else
+            rng.normal(size=n)}
+    got = law.predict(data)
+    row_law = law.compile()
+    for i in [0, 1, _BLOCK - 1, _BLOCK, _BLOCK + 1, n - 1, *rng.integers(0, n, 30)]:
+        row = {"a": float(data["a"][i]), "b": float(np.broadcast_to(data["b"], n)[i])}
+        want = row_law(row)
+        assert (got[i], math.copysign(1, got[i])) == (want, math.copysign(1, want)), i
 
 
 def test_scalars_broadcast_against_arrays() -> None:

@@ -23,7 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lawkit.errors import CaptureError, FitError
-from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning, MissingColumnError
+from lawkit.lawfiles.predicterrors import (
+    LawDomainError,
+    LawDomainWarning,
+    MissingColumnError,
+    format_number,
+)
 from lawkit.lawfiles.terms import parse_term
 from lawkit.lawfiles.where import (
     And,
@@ -82,9 +87,9 @@ def outside_message(law: Law, row: Row) -> str:
         if math.isnan(value):
             details.append(f"{name} NaN")
         elif value < low:
-            details.append(f"{name} {_num(value)} < {_num(low)}")
+            details.append(f"{name} {format_number(value)} < {format_number(low)}")
         elif value > high:
-            details.append(f"{name} {_num(value)} > {_num(high)}")
+            details.append(f"{name} {format_number(value)} > {format_number(high)}")
     if row_selected(law, row) is False:
         details.append(f"not selected by {format_where(law.where, law.filter)}")
     return f"law {law.name!r}: the row is outside its domain ({'; '.join(details)})"
@@ -297,10 +302,6 @@ def _number(value: Any, name: str, law: Law) -> float:
             return float(value)
         raise CaptureError(f"law {law.name!r}: column {name!r} is {value!r}, not a number")
     return float(value)
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if value.is_integer() and math.isfinite(value) else f"{value:g}"
 
 
 

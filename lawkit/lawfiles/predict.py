@@ -1,22 +1,27 @@
 """Evaluating a law: `sum(coef * product of columns)` over a table, an array mapping or scalars.
 
 A simulator asks a law about one step at a time (a mapping of scalars: plain Python floats, no
-numpy on that path) or about many rows at once (a DataFrame or a mapping of arrays: one numpy
-pass per term, no per-row Python). A row is outside the law when a feature lies outside the
-law's `domain` (the range of every feature it was fitted on) or, where the data holds the
-columns of the law's `where`/`filter`, when that selection does not pick it (DESIGN.md
-section 5: predict applies both). Such rows are still predicted; the caller is told with a
-`LawDomainWarning`, or gets the mask.
+numpy on that path) or about many rows at once (a DataFrame or a mapping of arrays: numpy
+passes over blocks of rows, no per-row Python). A row is outside the law when a feature lies
+outside the law's `domain` (the range of every feature it was fitted on) or, where the data
+holds the columns of the law's `where`/`filter`, when that selection does not pick it
+(DESIGN.md section 5: predict applies both). Such rows are still predicted; the caller is told
+with a `LawDomainWarning`, or gets the mask.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from lawkit.errors import CaptureError
+
+# The warning and errors are predict's to name too (lawkit re-exports them from here).
+from lawkit.lawfiles.predicterrors import LawDomainError as LawDomainError
+from lawkit.lawfiles.predicterrors import LawDomainWarning as LawDomainWarning
+from lawkit.lawfiles.predicterrors import MissingColumnError as MissingColumnError
+from lawkit.lawfiles.predicterrors import format_number
 from lawkit.lawfiles.terms import Factor, parse_term
 
 if TYPE_CHECKING:
@@ -30,21 +35,6 @@ if TYPE_CHECKING:
 
 OnDomain = Literal["warn", "ignore", "mask", "raise"]
 _ON_DOMAIN = ("warn", "ignore", "mask", "raise")
-
-
-class LawDomainWarning(UserWarning):
-    """Rows were predicted outside the domain their law was fitted on."""
-
-
-class LawDomainError(CaptureError):
-    """`on_domain="raise"`: rows lie outside the domain their law was fitted on."""
-
-
-class MissingColumnError(CaptureError, KeyError):
-    """The data lacks a column a law needs (a KeyError too, for `except KeyError` callers)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: int = 2) -> Any:
@@ -69,15 +59,17 @@ def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: in
     return value
 
 
-def evaluate(law: Law, data: Any) -> FloatArray:
-    """`sum(coef * product of columns)` over the rows of `data`, as a float64 array."""
-    return _evaluate(law, data, check_domain=False)[0]
+# Rows per block: a block of every column, the output and the scratch (1 MiB each) stay in the
+# CPU's last-level cache between the passes, so each column is read from memory once whatever
+# the number of terms. bench/predict.py measured 32K-256K rows: 128K was the fastest, and the
+# per-call overhead grows below it.
+_BLOCK = 1 << 17
 
-
-# Rows per block: one block of every column and the scratch array stay in the CPU cache, so
-# each column is read from memory once whatever the number of terms (bench/predict.py holds
-# the whole to within 2x of a plain `X @ coef` on a prebuilt design).
-_BLOCK = 1 << 16
+# The evaluation as passes over a block: `ufunc(slots[x], slots[y], slots[z])`, where the slots
+# of a block are its output rows, the scratch, each column's rows, each step/hinge factor's
+# values and the coefficients (a number stays a number: numpy broadcasts it).
+_OUT, _SCRATCH = 0, 1
+_Step = tuple[Any, int, int, int]
 
 
 def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, set[str]]:
@@ -91,47 +83,80 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
         lengths = ", ".join(f"{k}: {v.shape[0]}" for k, v in columns.items() if v.ndim)
         raise CaptureError(f"law {law.name!r}: columns of different lengths ({lengths})") from None
     n = shape[0]
-    # Term by term in the order written, each product left to right: the order of the scalar
-    # path (lawkit.lawfiles.compiled), so that both agree to the last bit.
-    plan = [(coef, [(f, columns[f.column]) for f in parse_term(term).factors])
-            for term, coef in law.terms.items()]
+    arrays = list(columns.values())
+    steps, derived, constants = _program(law, list(columns))
     bounds = [(name, columns[name] if name in columns else _array(data, name, law), low, high)
               for name, (low, high) in (law.domain or {}).items()
               if check_domain and has_column(data, name)]
-    fused = len(plan) > 1 and not plan[0][1] and plan[1][1] != []
     out = np.empty(n)
     scratch = np.empty(min(n, _BLOCK))
     strays: set[str] = set()
     smallest, largest = np.minimum.reduce, np.maximum.reduce  # without the method wrappers
     for lo in range(0, n, _BLOCK):
         hi = min(n, lo + _BLOCK)
-        block = out[lo:hi]
-        for i, (coef, factors) in enumerate(plan):
-            if not factors:  # the intercept
-                if i == 0 and not fused:
-                    block.fill(coef)
-                elif i:
-                    np.add(block, coef, out=block)
-                continue
-            if i == 1 and fused:  # c0 + c1*x written as c1*x + c0: the same float, one pass less
-                np.multiply(_factor_rows(*factors[0], lo, hi), coef, out=block)
-                for factor in factors[1:]:
-                    np.multiply(block, _factor_rows(*factor, lo, hi), out=block)
-                np.add(block, plan[0][0], out=block)
-                continue
-            part = block if i == 0 else scratch[: hi - lo]
-            np.multiply(_factor_rows(*factors[0], lo, hi), coef, out=part)
-            for factor in factors[1:]:
-                np.multiply(part, _factor_rows(*factor, lo, hi), out=part)
-            if i:
-                np.add(block, part, out=block)
+        slots = [out[lo:hi], scratch[: hi - lo], *[a[lo:hi] if a.ndim else a for a in arrays]]
+        slots += [factor.array(slots[column]) for factor, column in derived]
+        slots += constants
+        for ufunc, x, y, z in steps:
+            ufunc(slots[x], slots[y], slots[z])
         for name, values, low, high in bounds:
-            # Two reductions per block; the mask is built only for a column found outside.
+            # Two reductions per block, on rows the evaluation has just brought into the cache;
+            # the mask is built only for a column found outside.
             if name not in strays and values.size:
-                rows = _rows(values, lo, hi)
+                rows = values[lo:hi] if values.ndim else values
                 if not (low <= smallest(rows) and largest(rows) <= high):
                     strays.add(name)
     return out, strays
+
+
+def _program(law: Law, names: list[str]) -> tuple[list[_Step], list[tuple[Factor, int]],
+                                                  list[float]]:
+    """The passes that evaluate `law` over a block, the step/hinge factors to compute first
+    (each with the slot of its column), and the constants' slot values.
+
+    Term by term in the order written, each product left to right: the order of the scalar path
+    (lawkit.lawfiles.compiled), so that both agree to the last bit. An intercept written first
+    is added after the next term's product (`c0 + c1*x` as `c1*x + c0`: the same float, one
+    pass less); a first term starts the sum, as the scalar path's does, so a -0.0 stays -0.0.
+    """
+    import numpy as np
+
+    multiply, add = np.multiply, np.add
+    terms = [(coef, parse_term(term).factors) for term, coef in law.terms.items()]
+    columns = {name: 2 + i for i, name in enumerate(names)}
+    factors_at: dict[Factor, int] = {}  # a step/hinge factor's slot, each computed once a block
+    derived: list[tuple[Factor, int]] = []
+    for _coef, factors in terms:
+        for factor in factors:
+            if factor.kind != "column" and factor not in factors_at:
+                factors_at[factor] = 2 + len(names) + len(derived)
+                derived.append((factor, columns[factor.column]))
+    constants: list[float] = []
+
+    def constant(value: float) -> int:
+        constants.append(value)
+        return 2 + len(names) + len(derived) + len(constants) - 1
+
+    def operand(factor: Factor) -> int:
+        return columns[factor.column] if factor.kind == "column" else factors_at[factor]
+
+    fused = len(terms) > 1 and not terms[0][1] and bool(terms[1][1])
+    steps: list[_Step] = []
+    for i, (coef, factors) in enumerate(terms):
+        if not factors:  # the intercept
+            if i == 0 and not fused:
+                steps.append((multiply, constant(coef), constant(1.0), _OUT))
+            elif i:
+                steps.append((add, _OUT, constant(coef), _OUT))
+            continue
+        part = _OUT if i == 0 or (i == 1 and fused) else _SCRATCH
+        steps.append((multiply, operand(factors[0]), constant(coef), part))
+        steps += [(multiply, part, operand(factor), part) for factor in factors[1:]]
+        if i == 1 and fused:
+            steps.append((add, _OUT, constant(terms[0][0]), _OUT))
+        elif i:
+            steps.append((add, _OUT, _SCRATCH, _OUT))
+    return steps, derived, constants
 
 
 def _stray_mask(law: Law, data: Any, strays: set[str], shape: tuple[int, ...]) -> BoolArray:
@@ -143,15 +168,6 @@ def _stray_mask(law: Law, data: Any, strays: set[str], shape: tuple[int, ...]) -
         values = _array(data, name, law)
         outside |= ~((values >= low) & (values <= high))
     return outside
-
-
-def _rows(values: Any, lo: int, hi: int) -> Any:
-    return values[lo:hi] if values.ndim else values
-
-
-def _factor_rows(factor: Factor, values: Any, lo: int, hi: int) -> Any:
-    rows = _rows(values, lo, hi)
-    return rows if factor.kind == "column" else factor.array(rows)
 
 
 def outside_message(law: Law, data: Any, outside: Any) -> str:
@@ -172,9 +188,9 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
         values = np.broadcast_to(values, mask.shape)[mask]
         below, above = values[values < low], values[values > high]
         if below.size:
-            details.append(f"{name} {_num(below.min())} < {_num(low)}")
+            details.append(f"{name} {format_number(below.min())} < {format_number(low)}")
         if above.size:
-            details.append(f"{name} {_num(above.max())} > {_num(high)}")
+            details.append(f"{name} {format_number(above.max())} > {format_number(high)}")
         if np.isnan(values).any():
             details.append(f"{name} NaN")
     unselected = _unselected(law, data, mask.shape)
@@ -260,20 +276,6 @@ def _missing(name: str, law: Law) -> MissingColumnError:
                               "hold")
 
 
-def _scalar(data: Mapping[str, Any], name: str, law: Law) -> float:
-    try:
-        value = data[name]
-    except KeyError:
-        raise _missing(name, law) from None
-    if type(value) is float:
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if hasattr(value, "dtype") and value.dtype.kind in "iuf":
-            return float(value)
-        raise CaptureError(f"law {law.name!r}: column {name!r} is {value!r}, not a number")
-    return float(value)
-
-
 def _array(data: Any, name: str, law: Law) -> Any:
     import numpy as np
 
@@ -295,8 +297,3 @@ def _length(data: Any) -> int:
     if hasattr(data, "shape") and hasattr(data, "columns"):
         return int(data.shape[0])
     return max((len(v) for v in data.values() if not _is_scalar(v)), default=1)
-
-
-def _num(value: float) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() and math.isfinite(value) else f"{value:g}"
