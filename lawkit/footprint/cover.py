@@ -69,7 +69,11 @@ class CoverageRecorder:
         self._switch()
 
     def forked(self) -> None:
-        """In a forked child: ``steps``, no region open."""
+        """In a forked child (where coverage.py's fork patch started a measurement of its
+        own): ``steps``, no region open."""
+        import coverage
+
+        self._cov = coverage.Coverage.current()
         self._phase = "steps"
         self._regions = {}
         self.regions = set()

@@ -72,12 +72,15 @@ def contexts_of_units(
                 continue
             # An arc entering (-N, line) or leaving (line, -N) the code object starting at N.
             start, line = (-a, b) if a < 0 else (-b, a)
-            if start == 1 or line == 0:
-                hit.add(MODULE)  # a module's code object (an empty file's runs line 0)
             f = starts.get(start)
             if f is not None and _arc_of_function(f, start, line, leaving=b < 0):
                 hit.add(f.qualname)  # the function's own arc, even on its def line
-            elif line > 0:
+                if start == 1 and line not in f.body:
+                    hit.add(MODULE)  # leaving line 1: the module's exit as well as f's
+                continue
+            if start == 1 or line == 0:
+                hit.add(MODULE)  # a module's code object (an empty file's runs line 0)
+            if line > 0:
                 hit.update(owners.get(line, ()))
         for name in hit:
             ran[name].add(context)
