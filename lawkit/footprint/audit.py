@@ -81,7 +81,7 @@ class ChildWatch:
             words = shlex.split(command)
         except ValueError:
             return
-        while words and ("=" in words[0] and not words[0].startswith("=")
+        while words and (("=" in words[0] and not words[0].startswith("="))
                          or words[0] in ("exec", "env", "nohup", "time")):
             words.pop(0)
         if words and self._is_python(words[0]):

@@ -46,6 +46,7 @@ class CoverageRecorder:
         self._regions: dict[int, tuple[str, ...]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
+        self._raw_threads = 0
 
     def start(self) -> None:
         """Set the first context, trace ``_thread`` threads, note any tracer turned off."""
@@ -85,39 +86,52 @@ class CoverageRecorder:
 
     def _switch(self) -> None:
         names: set[str] = {r for regions in self._regions.values() for r in regions}
-        if threading.active_count() > len(self._regions):
+        if threading.active_count() + self._raw_threads > len(self._regions):
             names.add(ANY_REGION)
         self._cov.switch_context(context_name(self._phase, names))
 
     def _trace_raw_threads(self) -> None:
+        """Trace threads started with ``_thread.start_new_thread``, and switch the context as
+        any thread starts (it has no region open: the context gains ``*``)."""
         import _thread
 
-        real = _thread.start_new_thread
+        _thread.start_new_thread = self._starting(_thread.start_new_thread, trace=True)
+        start = getattr(threading, "_start_new_thread", None)
+        if start is not None:  # what threading.Thread calls (its bootstrap sets the tracer)
+            # not in typeshed: an attribute of threading's internals
+            setattr(threading, "_start_new_thread",  # noqa: B010
+                    self._starting(start, trace=False))
 
+    def _starting(self, real: Callable[..., int], *, trace: bool) -> Callable[..., int]:
         def start_new_thread(function: Callable[..., Any], args: tuple[Any, ...],
                              kwargs: dict[str, Any] | None = None) -> int:
-            hook = threading.gettrace()
+            hook = threading.gettrace() if trace else None
 
-            def traced(*a: Any, **k: Any) -> Any:
+            def run(*a: Any, **k: Any) -> Any:
                 if hook is not None:
                     _real_settrace(hook)
-                return function(*a, **k)
+                self._raw_threads += trace  # threading does not count these
+                try:
+                    self._switch()
+                    return function(*a, **k)
+                finally:
+                    self._raw_threads -= trace
 
-            return real(traced, args, kwargs or {})
+            return real(run, args, kwargs or {})
 
-        _thread.start_new_thread = start_new_thread
+        return start_new_thread
 
     def _guard(self) -> None:
         def settrace(fn: Any) -> None:
             self._check("sys.settrace", fn)
             _real_settrace(fn)
 
-        def thread_settrace(fn: Any) -> None:
+        def thread_settrace(fn: Any) -> None:  # typeshed: a TraceFunction or None
             self._check("threading.settrace", fn)
             _real_thread_settrace(fn)
 
         sys.settrace = settrace
-        threading.settrace = thread_settrace
+        threading.settrace = thread_settrace  # type: ignore[assignment]
 
     def _check(self, name: str, fn: Any) -> None:
         caller = sys._getframe(2).f_globals.get("__name__", "")

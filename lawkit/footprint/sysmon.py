@@ -45,7 +45,7 @@ class SysMonRecorder:
         self._ran: dict[Context, set[CodeType]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
-        mon: Any = getattr(sys, "monitoring")
+        mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
         self._mon = mon
         self._restart: Callable[[], None] = mon.restart_events
         self._disable = mon.DISABLE
