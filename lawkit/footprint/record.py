@@ -4,7 +4,7 @@ write which units ran, in which phases and regions.
 COMMAND runs with the start-up hook (``sitehook``, as ``sitecustomize`` on ``PYTHONPATH``) in a
 temp folder. On Python 3.12+ each process records with ``sys.monitoring`` (``sysmon``), cheap
 enough to take in the capture run; on 3.11 with coverage.py (``cover``: arcs, the C tracer,
-the generated rcfile on ``COVERAGE_PROCESS_START``), whose tracer inflates step times, which
+the generated rcfile), whose tracer inflates step times, which
 `record` says on stderr. Each process's audit hook (``audit``) notes the Python children it
 starts; one that cannot be measured, or never checked in, is refused.
 
@@ -44,7 +44,8 @@ from lawkit.footprint.units import Unit, units_of
 # about the footprint.
 _QUIET = ("module-not-imported", "module-not-measured", "no-data-collected",
           "module-not-python", "already-imported", "include-ignored", "couldnt-parse")
-_CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG")
+_CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG",
+                "COVERAGE_PROCESS_START")
 INFLATED = ("lawkit footprint record: Python {python} records with coverage.py, whose tracer "
             "inflates step times (2.1-2.2x on Python-Markdown): take captures from a run on "
             "Python 3.12+, which records with sys.monitoring")
@@ -258,7 +259,7 @@ def _prepare(folder: Path, ws: Workspace) -> dict[str, str]:
     ]), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
-    env["COVERAGE_PROCESS_START"] = str(rc)
+    env[sitehook.COVERAGE_ENV] = str(rc)
     env["COVERAGE_CORE"] = "ctrace"
     env[sitehook.DIR_ENV] = str(folder)
     env[sitehook.PARENT_ENV] = str(os.getpid())

@@ -30,7 +30,9 @@ PARENT_ENV = "LAWKIT_FOOTPRINT_PARENT"
 SPAWNER_ENV = "LAWKIT_FOOTPRINT_SPAWNER"
 ROOTS_ENV = "LAWKIT_FOOTPRINT_ROOTS"
 NAMES_ENV = "LAWKIT_FOOTPRINT_NAMES"
-COVERAGE_ENV = "COVERAGE_PROCESS_START"
+COVERAGE_ENV = "LAWKIT_FOOTPRINT_COVERAGE"
+"""The coverage rcfile (Python 3.11); not COVERAGE_PROCESS_START, which would start
+coverage.py from its .pth file in every process, 3.12+ ones too."""
 
 _real_exit = os._exit
 _marker = ""  # this process's marker, without its extension
@@ -194,7 +196,11 @@ def _start_recorder(phase: str) -> Any:
 
         from lawkit.footprint.cover import CoverageRecorder
 
-        cov = coverage.process_startup() or coverage.Coverage.current()
+        os.environ["COVERAGE_PROCESS_START"] = os.environ[COVERAGE_ENV]
+        try:
+            cov = coverage.process_startup() or coverage.Coverage.current()
+        finally:
+            del os.environ["COVERAGE_PROCESS_START"]
         if cov is None:
             raise RuntimeError("coverage did not start (COVERAGE_PROCESS_START is unset)")
         recorder = CoverageRecorder(cov, phase)
@@ -205,6 +211,16 @@ def _start_recorder(phase: str) -> Any:
 
 
 def _start(folder: str) -> None:
+    # A pool may terminate a spawned worker still starting up: SIGTERM waits until the marker
+    # written here has the handler that saves its data.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        _start_blocked(folder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _start_blocked(folder: str) -> None:
     global _recorder, _children
     main = os.environ.get(PARENT_ENV) == str(os.getppid())
     phase = "startup" if main else "steps"
