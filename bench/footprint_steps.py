@@ -95,6 +95,10 @@ with open(out, "w") as f:
 '''
 
 
+Run = tuple[dict[str, list[int]], float]
+"""A run's step (and region) times, and its wall time."""
+
+
 def _workspace(root: Path) -> Path:
     """A workspace whose digest hashes a copy of Python-Markdown."""
     import markdown
@@ -106,7 +110,8 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def _run(root: Path, mode: str, recorded: bool) -> tuple[dict[str, list[int]], float]:
+def _run(root: Path, mode: str, recorded: bool) -> Run:
+    """One run of the harness (under `footprint record` when ``recorded``); its wall time."""
     out = root / f"steps-{mode}-{int(recorded)}.json"
     bare = [sys.executable, "harness.py", str(out), mode, str(DOC_BYTES), str(STEPS)]
     argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--",
@@ -118,23 +123,31 @@ def _run(root: Path, mode: str, recorded: bool) -> tuple[dict[str, list[int]], f
     return doc, wall
 
 
-def _rounds(root: Path, mode: str, rounds: int) -> list[tuple[dict[str, list[int]], ...]]:
-    runs = []
-    for _ in range(rounds):
-        runs.append(tuple(_run(root, mode, rec)[0] for rec in (False, True, False)))
-    return runs
+def _rounds(root: Path, mode: str, rounds: int) -> list[tuple[Run, Run, Run]]:
+    """Interleaved rounds: bare, recorded, bare."""
+    return [(_run(root, mode, False), _run(root, mode, True), _run(root, mode, False))
+            for _ in range(rounds)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds")
-    args = parser.parse_args()
+    measure_steps(parser.parse_args().rounds)
+    return 0
+
+
+def measure_steps(rounds: int) -> None:
+    """Print the step, process and region figures of ``rounds`` interleaved rounds."""
+    try:
+        import markdown  # noqa: F401
+    except ImportError:
+        print("steps    skipped: Python-Markdown is not installed (pip install markdown)")
+        return
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         root = _workspace(Path(tmp))
         walls: dict[bool, list[float]] = {False: [], True: []}
         ratios, aa = [], []
-        for _ in range(args.rounds):
-            (a, wa), (r, wr), (b, wb) = (_run(root, "plain", rec) for rec in (False, True, False))
+        for (a, wa), (r, wr), (b, wb) in _rounds(root, "plain", rounds):
             fa, fr, fb = min(a["steps"]), min(r["steps"]), min(b["steps"])
             ratios.append(fr / ((fa + fb) / 2))
             aa.append(fb / fa)
@@ -146,7 +159,7 @@ def main() -> int:
         noisy = abs(a_a - 1) > 0.03
         print(f"python {sys.version.split()[0]}, recorder {fp['recorder']}, {os.cpu_count()} "
               f"CPUs; Python-Markdown: {len(fp['files'])} files, {ran} units ran; {STEPS} "
-              f"conversions of {DOC_BYTES // 1000} KB, {args.rounds} rounds bare/recorded/bare")
+              f"conversions of {DOC_BYTES // 1000} KB, {rounds} rounds bare/recorded/bare")
         print(f"steps    recorded/bare {ratio:.3f}x (median of per-round ratios of the fastest "
               f"step; target <= 1.05x)  A/A {a_a:.3f}x"
               + ("  TOO NOISY TO JUDGE (A/A off by more than 3%)" if noisy else ""))
@@ -156,7 +169,7 @@ def main() -> int:
         per_region: dict[str, list[float]] = {r: [] for r in REGIONS}
         lengths: dict[str, list[float]] = {r: [] for r in REGIONS}
         step_ratios = []
-        for a, r, b in _rounds(root, "regions", args.rounds):
+        for (a, _), (r, _), (b, _) in _rounds(root, "regions", rounds):
             for i, name in enumerate(REGIONS):
                 fa = min(s[i] for s in a["regions"])
                 fr = min(s[i] for s in r["regions"])
@@ -171,7 +184,6 @@ def main() -> int:
             target = " (target <= 1.05x)" if length >= 5 else " (under 5 ms: no target)"
             print(f"  {name:12} {length:6.2f} ms  recorded/bare "
                   f"{statistics.median(per_region[name]):.3f}x{target}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -356,3 +356,11 @@ def test_the_summary_says_what_a_person_would() -> None:
     assert summary(_footprint([steps], 1)) == "1 unit ran: 1 in steps; 1 process"
     assert summary(_footprint([both, both], 1)) == \
         "2 units ran: 2 at start-up, all of them also in steps; 1 process"
+
+
+def test_an_exec_into_python_with_s_is_refused_naming_it(engine: Path) -> None:
+    result = _record(engine, "import os, sys\nimport atom.base\n"
+                             "os.execv(sys.executable, [sys.executable, '-S', '-c', "
+                             "'import atom.util'])\n")
+    assert result.returncode == 2
+    assert "-S -c import atom.util" in result.stderr and "started with -S" in result.stderr

@@ -47,6 +47,17 @@ class ChildWatch:
         except Exception:  # an audit hook must never break the engine
             self.children.append({"command": [event], "problem": "lawkit could not read it"})
 
+    def exec(self, path: Any, argv: Any, env: Mapping[Any, Any] | None) -> int:
+        """Note the image an exec is about to start (before this one saves); how many
+        children were noted, for `forget` if the exec fails."""
+        before = len(self.children)
+        self._saw("os.exec", (path, argv, env))
+        return len(self.children) - before
+
+    def forget(self, noted: int) -> None:
+        """Forget the last ``noted`` children (an exec that failed)."""
+        del self.children[len(self.children) - noted:]
+
     def _saw(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "subprocess.Popen":
             executable, argv, _, env = args

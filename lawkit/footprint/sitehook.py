@@ -111,13 +111,16 @@ def _save_current() -> None:
 def _exec_saving(real: Any) -> Any:
     """An ``os.execv``/``os.execve`` that saves this image's data before it is replaced."""
 
-    def exec_saving(*args: Any, **kwargs: Any) -> Any:
+    def exec_saving(path: Any, argv: Any, *env: Any) -> Any:
         global _saving
+        # The audit event comes once this image's data is saved: note the new image first.
+        noted = _children.exec(path, argv, env[0] if env else None)
         _save_current()
         try:
-            return real(*args, **kwargs)
+            return real(path, argv, *env)
         except OSError:
             # The exec failed and this image goes on: measure it again, and save at its end.
+            _children.forget(noted)
             _saving = False
             if _recorder.name == "coverage":
                 _current_coverage().start()
