@@ -1,7 +1,10 @@
 """The recorder of a measured process on Python 3.12+: ``sys.monitoring`` (PEP 669).
 
 One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), each
-answered with ``DISABLE``, so a code object costs one event until the next switch. At every
+answered with ``DISABLE``, so a code object costs one event until the next switch. The events
+are set on the hashed code objects only (``set_local_events``, as each hashed module's code is
+executed: the ``exec`` audit event, with every code object nested in it), so the rest of the
+process (the standard library, dependencies) never fires one, even after a re-arm. At every
 phase switch and region enter or exit the events are re-armed (``restart_events``), and every
 code object on a stack the switch concerns counts as running in what was entered (all threads'
 stacks for a phase, the switching thread's for a region): a frame already running at a switch,
@@ -16,6 +19,7 @@ noted: `record` refuses the process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -52,31 +56,46 @@ class SysMonRecorder:
         self._ident = threading.get_ident
 
     def start(self) -> None:
-        """Take the tool id, arm the events and count what is already running."""
+        """Take the tool id, arm each hashed module's code as it is executed, and count what
+        is already running."""
         mon = self._mon
         mon.use_tool_id(TOOL_ID, "lawkit footprint")
-        events = mon.events.PY_START | mon.events.PY_RESUME
+        self._events = mon.events.PY_START | mon.events.PY_RESUME
+        self._set_local_events = mon.set_local_events
         mon.register_callback(TOOL_ID, mon.events.PY_START, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
-        mon.set_events(TOOL_ID, events)
+        sys.addaudithook(self._audit)
         self._guard()
         self._count_stacks(sys._current_frames().items())
 
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "exec" and isinstance(args[0], CodeType):
+            with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+                self._arm(args[0])
+
+    def _arm(self, code: CodeType) -> None:
+        """Set the events on a hashed code object and every code object nested in it."""
+        if not self._hashed(code.co_filename):
+            return
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            self._set_local_events(TOOL_ID, c, self._events)
+            todo.extend(k for k in c.co_consts if isinstance(k, CodeType))
+
     def _on_start(self, code: CodeType, offset: int) -> object:
-        keep = self._files.get(code.co_filename)
-        if keep is None:
-            keep = self._hashed(code.co_filename)
-        if keep:
-            context = self._contexts.get(self._ident(), self._default)
-            seen = self._ran.get(context)
-            if seen is None:
-                seen = self._ran[context] = set()
-            seen.add(code)
+        context = self._contexts.get(self._ident(), self._default)  # only hashed code fires
+        seen = self._ran.get(context)
+        if seen is None:
+            seen = self._ran[context] = set()
+        seen.add(code)
         return self._disable
 
     def _hashed(self, filename: str) -> bool:
-        keep = os.path.realpath(filename).startswith(self._roots) if filename else False
-        self._files[filename] = keep
+        keep = self._files.get(filename)
+        if keep is None:
+            keep = os.path.realpath(filename).startswith(self._roots) if filename else False
+            self._files[filename] = keep
         return keep
 
     def switched_phase(self, name: str) -> None:
@@ -113,12 +132,8 @@ class SysMonRecorder:
             context = self._contexts.get(ident, self._default)
             f: FrameType | None = frame
             while f is not None:
-                code = f.f_code
-                keep = self._files.get(code.co_filename)
-                if keep is None:
-                    keep = self._hashed(code.co_filename)
-                if keep:
-                    self._ran.setdefault(context, set()).add(code)
+                if self._hashed(f.f_code.co_filename):
+                    self._ran.setdefault(context, set()).add(f.f_code)
                 f = f.f_back
 
     def runs(self) -> list[list[Any]]:
@@ -129,7 +144,8 @@ class SysMonRecorder:
 
     def _guard(self) -> None:
         """Note any call that would turn this tool's events off, even if it restores them."""
-        for name in ("set_events", "free_tool_id", "clear_tool_id", "register_callback"):
+        for name in ("set_events", "set_local_events", "free_tool_id", "clear_tool_id",
+                     "register_callback"):
             real = getattr(self._mon, name, None)
             if real is not None:
                 setattr(self._mon, name, self._guarded(name, real))
