@@ -1,6 +1,7 @@
 """Every process, or none (DESIGN section 11): an audit hook in each measured process sees the
 commands it starts (``subprocess.Popen``, ``os.posix_spawn``, ``os.exec*``, ``os.spawn*``,
-``os.system``) and notes each Python child.
+``os.system``) and notes each Python child; it passes the ``exec`` event (code about to
+run) on to the recorder, so that the process pays for one audit hook.
 
 A child is Python when its executable is a Python interpreter (``python``, ``python3.12``,
 ``pypy3``, or this process's own), directly or as the command of a shell (``sh -c``,
@@ -17,19 +18,21 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*[tdm]?(\.exe)?")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
-_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system"}
+_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "exec"}
 
 
 class ChildWatch:
     """The Python children this process started: ``[{"command": [...], "problem": str|None}]``."""
 
-    def __init__(self, env_needed: Mapping[str, str], site: str) -> None:
+    def __init__(self, env_needed: Mapping[str, str], site: str,
+                 executing: Callable[[object], None] | None = None) -> None:
         self._needed = dict(env_needed)
+        self._executing = executing
         self._site = site
         self._own = os.path.realpath(sys.executable) if sys.executable else ""
         self._local = threading.local()
@@ -41,6 +44,10 @@ class ChildWatch:
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event not in _EVENTS:
+            return
+        if event == "exec":  # code about to run: the recorder's, not a child
+            if self._executing is not None:
+                self._executing(args[0])
             return
         try:
             self._saw(event, args)

@@ -235,8 +235,8 @@ def _start_blocked(folder: str) -> None:
                   if k in os.environ}
         site = os.path.dirname(os.path.abspath(__file__))
         _write_marker(folder, main=main, how="start")
-        _children = ChildWatch(needed, site)
         _recorder = _start_recorder(phase)
+        _children = ChildWatch(needed, site, getattr(_recorder, "executing", None))
     except Exception as exc:
         if _marker:
             os.unlink(_marker + ".json")

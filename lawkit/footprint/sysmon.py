@@ -3,7 +3,8 @@
 One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), each
 answered with ``DISABLE``, so a code object costs one event until the next switch. The events
 are set on the hashed code objects only (``set_local_events``, as each hashed module's code is
-executed: the ``exec`` audit event, with every code object nested in it), so the rest of the
+executed: ``executing``, from the ``exec`` audit event, with every code object nested in
+it), so the rest of the
 process (the standard library, dependencies) never fires one, even after a re-arm. At every
 phase switch and region enter or exit the events are re-armed (``restart_events``), and every
 code object on a stack the switch concerns counts as running in what was entered (all threads'
@@ -64,19 +65,19 @@ class SysMonRecorder:
         self._set_local_events = mon.set_local_events
         mon.register_callback(TOOL_ID, mon.events.PY_START, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
-        sys.addaudithook(self._audit)
         self._guard()
         self._count_stacks(sys._current_frames().items())
 
-    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if event == "exec" and isinstance(args[0], CodeType):
-            with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-                self._arm(args[0])
+    def executing(self, code: object) -> None:
+        """Code is about to be executed (the ``exec`` audit event, which the process's one
+        audit hook passes on: each audit hook costs every audited event, ``frame.f_code``
+        included): arm it if it is hashed, with every code object nested in it."""
+        if not isinstance(code, CodeType) or not self._hashed(code.co_filename):
+            return
+        with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+            self._arm(code)
 
     def _arm(self, code: CodeType) -> None:
-        """Set the events on a hashed code object and every code object nested in it."""
-        if not self._hashed(code.co_filename):
-            return
         todo = [code]
         while todo:
             c = todo.pop()
