@@ -167,23 +167,28 @@ def measure_steps(rounds: int) -> None:
               f"{statistics.median(walls[False]):.2f} s (median wall time: start-up, steps, "
               "cutting units, writing)")
         per_region: dict[str, list[float]] = {r: [] for r in REGIONS}
+        region_aa: dict[str, list[float]] = {r: [] for r in REGIONS}
         lengths: dict[str, list[float]] = {r: [] for r in REGIONS}
-        step_ratios = []
+        step_ratios, step_aa = [], []
         for (a, _), (r, _), (b, _) in _rounds(root, "regions", rounds):
             for i, name in enumerate(REGIONS):
                 fa = min(s[i] for s in a["regions"])
                 fr = min(s[i] for s in r["regions"])
                 fb = min(s[i] for s in b["regions"])
                 per_region[name].append(fr / ((fa + fb) / 2))
+                region_aa[name].append(fb / fa)
                 lengths[name].append((fa + fb) / 2 / 1e6)
-            step_ratios.append(min(r["steps"]) / ((min(a["steps"]) + min(b["steps"])) / 2))
+            fa, fr, fb = min(a["steps"]), min(r["steps"]), min(b["steps"])
+            step_ratios.append(fr / ((fa + fb) / 2))
+            step_aa.append(fb / fa)
         print(f"regions  steps with 3 regions: recorded/bare "
-              f"{statistics.median(step_ratios):.3f}x")
+              f"{statistics.median(step_ratios):.3f}x  A/A {statistics.median(step_aa):.3f}x")
         for name in REGIONS:
             length = statistics.median(lengths[name])
             target = " (target <= 1.05x)" if length >= 5 else " (under 5 ms: no target)"
             print(f"  {name:12} {length:6.2f} ms  recorded/bare "
-                  f"{statistics.median(per_region[name]):.3f}x{target}")
+                  f"{statistics.median(per_region[name]):.3f}x{target}  A/A "
+                  f"{statistics.median(region_aa[name]):.3f}x")
 
 
 if __name__ == "__main__":
