@@ -11,6 +11,7 @@ package's module outside the digest root: an installed copy).
 
 from __future__ import annotations
 
+import _imp
 import importlib.machinery
 import importlib.util
 import os
@@ -58,8 +59,6 @@ def _kind(module: Any, path: str) -> str:
 
 def _stale_unchecked_pyc(source: str) -> bool:
     """Whether the source's cached ``.pyc`` is an unchecked-hash one of other source."""
-    import _imp
-
     if getattr(_imp, "check_hash_based_pycs", "default") == "always":
         return False
     try:

@@ -36,6 +36,10 @@ coverage.py from its .pth file in every process, 3.12+ ones too."""
 
 _real_exit = os._exit
 _marker = ""  # this process's marker, without its extension
+# Imported at start-up, never later: a forked child, a SIGTERM handler or an exit must not
+# import (a module lock another thread held at fork time is held in the child for ever).
+_markers: Any = None  # lawkit.footprint
+_loaded_modules: Any = None  # lawkit.footprint.loaded.loaded_modules
 _recorder: Any = None
 _children: Any = None
 _saving = False
@@ -71,14 +75,12 @@ def _roots() -> list[str]:
 
 def _write_done() -> None:
     """Say what this process ran, and that it is saved: ``markers/<pid>-<random>.done``."""
-    from lawkit.footprint.loaded import loaded_modules
-
     names = [n for n in os.environ.get(NAMES_ENV, "").split(os.pathsep) if n]
     _write_json(_marker + ".done", {
         "recorder": _recorder.name, "runs": _recorder.runs(),
         "children": _children.children if _children is not None else [],
         "turned_off": _recorder.turned_off, "regions": sorted(_recorder.regions),
-        "modules": loaded_modules(_roots(), names)})
+        "modules": _loaded_modules(_roots(), names)})
 
 
 def _current_coverage() -> Any:
@@ -184,9 +186,7 @@ def _after_fork(folder: str) -> None:
 
 
 def _set_phase(name: str) -> None:
-    import lawkit.footprint
-
-    lawkit.footprint._phase = name
+    _markers._phase = name
 
 
 def _start_recorder(phase: str) -> Any:
@@ -227,9 +227,13 @@ def _start_blocked(folder: str) -> None:
     global _recorder, _children
     main = os.environ.get(PARENT_ENV) == str(os.getppid())
     phase = "startup" if main else "steps"
+    global _markers, _loaded_modules
     try:
         import lawkit.footprint
         from lawkit.footprint.audit import ChildWatch
+        from lawkit.footprint.loaded import loaded_modules
+
+        _markers, _loaded_modules = lawkit.footprint, loaded_modules
 
         needed = {k: os.environ[k] for k in (DIR_ENV, PARENT_ENV, COVERAGE_ENV)
                   if k in os.environ}

@@ -47,7 +47,9 @@ class SysMonRecorder:
         self._phase = phase
         self._contexts: dict[int, Context] = {}
         self._default: Context = (phase, ())
-        self._ran: dict[Context, set[CodeType]] = {}
+        self._ran: dict[Context, dict[int, CodeType]] = {}
+        """The code objects run in each context, by ``id`` (a code object's own hash reads its
+        bytecode, constants and names every time)."""
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
         mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
@@ -88,8 +90,8 @@ class SysMonRecorder:
         context = self._contexts.get(self._ident(), self._default)  # only hashed code fires
         seen = self._ran.get(context)
         if seen is None:
-            seen = self._ran[context] = set()
-        seen.add(code)
+            seen = self._ran[context] = {}
+        seen[id(code)] = code
         return self._disable
 
     def _hashed(self, filename: str) -> bool:
@@ -133,15 +135,16 @@ class SysMonRecorder:
             context = self._contexts.get(ident, self._default)
             f: FrameType | None = frame
             while f is not None:
-                if self._hashed(f.f_code.co_filename):
-                    self._ran.setdefault(context, set()).add(f.f_code)
+                code = f.f_code
+                if self._hashed(code.co_filename):
+                    self._ran.setdefault(context, {})[id(code)] = code
                 f = f.f_back
 
     def runs(self) -> list[list[Any]]:
         """``[filename, qualname, firstlineno, phase, regions]`` for each code object and
         context it ran in."""
         return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
-                for (phase, regions), codes in self._ran.items() for c in codes]
+                for (phase, regions), codes in self._ran.items() for c in codes.values()]
 
     def _guard(self) -> None:
         """Note any call that would turn this tool's events off, even if it restores them."""
