@@ -55,11 +55,11 @@ def _span(u: Unit) -> range:
     return range(u.first, max(u.lines | u.header | {u.first}) + 1)
 
 
-def contexts_of_units(
+def phases_of_units(
     units: Sequence[Unit], arcs_by_context: Mapping[K, Iterable[tuple[int, int]]]
 ) -> dict[str, set[K]]:
-    """The contexts (phase and regions) in which each unit of one file ran, from coverage.py
-    arcs, by qualified name (empty: never ran)."""
+    """The phases (or contexts: a phase and its regions) in which each unit of one file ran,
+    from coverage.py arcs by phase or context, by qualified name (empty: never ran)."""
     ran: dict[str, set[K]] = {u.qualname: set() for u in units}
     owners = _line_owners(units)
     starts = {u.first: u for u in units if u.kind == "function"}

@@ -36,7 +36,7 @@ from lawkit.footprint import sitehook
 from lawkit.footprint.collect import Context, Measurement, collect
 from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
 from lawkit.footprint.errors import RecordRefused
-from lawkit.footprint.ran import contexts_of_units, unit_of_code
+from lawkit.footprint.ran import phases_of_units, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources
 from lawkit.footprint.units import Unit, units_of
 
@@ -158,7 +158,7 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     seen: set[str] = set()
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
         units = units_of(tree.files[rel])
-        contexts = _contexts_of_units(units, measurement, path)
+        contexts = _phases_of_units(units, measurement, path)
         records = {}
         for u in units:
             ran = contexts[u.qualname]
@@ -178,10 +178,10 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                      unhashed=tuple(sorted(unhashed)))
 
 
-def _contexts_of_units(units: Sequence[Unit], measurement: Measurement,
+def _phases_of_units(units: Sequence[Unit], measurement: Measurement,
                        path: str) -> dict[str, set[Context]]:
     """The contexts each unit of one file ran in, from code objects and from arcs."""
-    ran = contexts_of_units(units, measurement.arcs.get(path, {}))
+    ran = phases_of_units(units, measurement.arcs.get(path, {}))
     for (qualname, first), contexts in measurement.runs.get(path, {}).items():
         ran[unit_of_code(units, qualname, first)] |= contexts
     return ran
