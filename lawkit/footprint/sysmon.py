@@ -14,8 +14,8 @@ thread, including threads started from C. Phases are process-wide, regions per t
 
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
 happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
-off (``set_events``, ``free_tool_id``, ``register_callback`` on its id) is let through and
-noted: `record` refuses the process.
+off (``set_events``, ``set_local_events``, ``free_tool_id``, ``register_callback`` on its id)
+is let through and noted: `record` refuses the process.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class SysMonRecorder:
         mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
         self._mon = mon
         self._restart: Callable[[], None] = mon.restart_events
+        self._set_local_events: Callable[..., None] = mon.set_local_events
+        self._events = mon.events.PY_START | mon.events.PY_RESUME
         self._disable = mon.DISABLE
         self._ident = threading.get_ident
 
@@ -63,8 +65,6 @@ class SysMonRecorder:
         is already running."""
         mon = self._mon
         mon.use_tool_id(TOOL_ID, "lawkit footprint")
-        self._events = mon.events.PY_START | mon.events.PY_RESUME
-        self._set_local_events = mon.set_local_events
         mon.register_callback(TOOL_ID, mon.events.PY_START, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
         self._guard()
@@ -80,6 +80,7 @@ class SysMonRecorder:
             self._arm(code)
 
     def _arm(self, code: CodeType) -> None:
+        """Set the events on a code object and on every code object nested in it."""
         todo = [code]
         while todo:
             c = todo.pop()
