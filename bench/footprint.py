@@ -1,6 +1,9 @@
 """Benchmark `lawkit footprint diff` and the cost of `lawkit footprint record`.
 
-Run: .venv/bin/python bench/footprint.py [--runs N] [--keep DIR]
+Run: .venv/bin/python bench/footprint.py [--runs N] [--rounds N] [--keep DIR]
+
+0. steps: what recording costs the steps it records, and each region, on Python-Markdown
+   (bench/footprint_steps.py: 11 interleaved rounds bare/recorded/bare; needs markdown);
 
 A generated engine shaped like bench/digest.py's (~400 .py files, ~7.5 MB, module sizes skewed
 like real code), but of valid Python: modules of functions and classes with methods. A workload
@@ -43,6 +46,7 @@ except ImportError:  # run from a checkout without the package installed
     from lawkit.footprint.units import units_of
 
 from digest import best_of  # bench/digest.py: the same interleaved best-of-N timing
+from footprint_steps import measure_steps
 
 PY_FILES = 400
 PY_BYTES = 7_500_000
@@ -148,7 +152,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per measure (best kept)")
     parser.add_argument("--keep", type=Path, help="build the engine in DIR and keep it")
+    parser.add_argument("--rounds", type=int, default=11,
+                        help="interleaved rounds of the steps measure (0: skip it)")
     args = parser.parse_args()
+    if args.rounds:
+        measure_steps(args.rounds)
     with tempfile.TemporaryDirectory(prefix="bench-footprint-") as tmp:
         base = args.keep or Path(tmp)
         root = base / "engine"

@@ -27,8 +27,6 @@ process sets ``_recorder`` and is told of every switch.
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,7 +47,6 @@ class Recorder(Protocol):
     def switched_regions(self, regions: tuple[str, ...]) -> None: ...
 
 
-_RECORDING_ENV = "LAWKIT_FOOTPRINT_DIR"
 _recorder: Recorder | None = None
 """Set by the recorder of `lawkit footprint record` when it runs in this process."""
 _phase = "startup"
@@ -65,11 +62,6 @@ def phase(name: str) -> None:
     _phase = name
     if _recorder is not None:
         _recorder.switched_phase(name)
-    elif os.environ.get(_RECORDING_ENV):
-        coverage = sys.modules.get("coverage")  # the schema-1 recorder: coverage.py contexts
-        cov = coverage.Coverage.current() if coverage is not None else None
-        if cov is not None:
-            cov.switch_context(name)
 
 
 def current_phase() -> str:

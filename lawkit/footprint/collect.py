@@ -1,9 +1,14 @@
-"""Reading what the measured processes left: their markers and their coverage data files.
+"""Reading what the measured processes left: their markers, what each ran, and coverage.py's
+data files (Python 3.11).
 
-Every process the start-up hook measured wrote a marker ``markers/<pid>-<random>.json`` when it
-started and ``<pid>-<random>.done`` once its data was saved. A marker without its ``.done`` is
-a process that left no data (killed with SIGKILL, crashed, or still running when the command
-ended): `record` refuses it. Every data file in ``data/`` must then be readable.
+Every process the start-up hook measured wrote a marker ``markers/<id>.json`` when it started
+(naming the process that started it) and ``<id>.done`` once it saved what it ran. `record`
+waits up to 10 seconds for processes still running after the command ended (multiprocessing's
+resource tracker outlives its program); a marker still without its ``.done`` then is a process
+that left no data (killed with SIGKILL, crashed, still running): refused. So is a process that
+turned its recorder off, a Python child that could not be measured (an environment without the
+recording's variables, ``-I``, ``-E``, ``-S``), and a Python child a process started that never
+checked in.
 """
 
 from __future__ import annotations
@@ -11,69 +16,161 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from lawkit.footprint.cover import parse_context
 from lawkit.footprint.errors import RecordRefused
 
-_PHASE_OF_CONTEXT = {"startup": "startup", "steps": "steps"}
+WAIT_SECONDS = 10.0
+"""How long `record` waits for measured processes that outlive the command."""
+
+Context = tuple[str, tuple[str, ...]]
+"""A phase and the regions open (``()`` in ``steps``: none)."""
 
 
 @dataclass(frozen=True)
 class Process:
     """One measured process, as its marker names it."""
 
+    id: str
     pid: int
     main: bool
+    how: str
+    spawner: str | None
     argv: tuple[str, ...]
     error: str | None = None
 
     def label(self) -> str:
         """``process 123 (python run.py)``: how messages name it."""
-        shown = " ".join(self.argv)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        return f"process {self.pid} ({shown})"
+        return f"process {self.pid} ({_shown(self.argv)})"
 
 
 @dataclass
 class Measurement:
-    """The processes measured and the arcs each measured file ran, by phase."""
+    """The processes measured and what ran in them: code objects (sys.monitoring) by file and
+    ``(qualname, firstlineno)``, arcs (coverage.py) by file, each with its contexts."""
 
     processes: list[Process]
-    arcs: dict[str, dict[str, set[tuple[int, int]]]] = field(default_factory=dict)
+    runs: dict[str, dict[tuple[str, int], set[Context]]] = field(default_factory=dict)
+    arcs: dict[str, dict[Context, set[tuple[int, int]]]] = field(default_factory=dict)
+    modules: list[dict[str, str]] = field(default_factory=list)
+    regions: set[str] = field(default_factory=set)
+    recorders: set[str] = field(default_factory=set)
 
 
-def read_markers(folder: Path) -> list[tuple[Process, bool]]:
-    """Each process that announced itself, and whether it said its data was saved."""
-    found: list[tuple[Process, bool]] = []
+def read_markers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
+    """Each process that announced itself, and what it saved (None: nothing yet)."""
+    found: list[tuple[Process, dict[str, Any] | None]] = []
     for path in sorted((folder / "markers").glob("*.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            proc = Process(int(doc["pid"]), bool(doc["main"]), tuple(map(str, doc["argv"])),
-                           doc.get("error"))
+            proc = Process(str(doc["id"]), int(doc["pid"]), bool(doc["main"]), str(doc["how"]),
+                           doc.get("spawner"), tuple(map(str, doc["argv"])), doc.get("error"))
+            done = path.with_suffix(".done")
+            saved = json.loads(done.read_text(encoding="utf-8")) if done.exists() else None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RecordRefused(f"a measured process left an unreadable marker {path.name} "
                                 f"({exc}): record again") from None
-        found.append((proc, path.with_suffix(".done").exists()))
+        found.append((proc, saved))
     return found
 
 
-def collect(folder: Path) -> Measurement:
-    """Every process's marker and data; a refusal naming the first process without data."""
-    from coverage import CoverageData
-    from coverage.exceptions import CoverageException
+def _wait_for_stragglers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
+    """The markers once every measured process that is still alive has saved, or 10 s on."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        markers = read_markers(folder)
+        waiting = [p for p, saved in markers if saved is None and not p.error and _alive(p.pid)]
+        if not waiting or time.monotonic() > deadline:
+            return markers
+        time.sleep(0.02)
 
-    markers = read_markers(folder)
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def collect(folder: Path) -> Measurement:
+    """Every process's marker and data; a refusal naming the first process the footprint
+    cannot stand on."""
+    markers = _wait_for_stragglers(folder)
     for proc, _ in markers:
         if proc.error:
             raise RecordRefused(f"{proc.label()} was not measured: {proc.error}")
     for proc, saved in markers:
-        if not saved:
-            raise RecordRefused(f"{proc.label()} left no coverage data (killed with SIGKILL, "
-                                "crashed, or still running when the command ended): nothing "
-                                "written; record again")
+        if saved is None:
+            raise RecordRefused(f"{proc.label()} left no data (killed with SIGKILL, crashed, or "
+                                f"still running {WAIT_SECONDS:.0f} s after the command ended): "
+                                "nothing written; record again")
     measurement = Measurement([proc for proc, _ in markers])
+    for proc, saved in markers:
+        assert saved is not None
+        _check_process(proc, saved)
+        _add_runs(saved, measurement)
+        measurement.modules.extend(saved.get("modules", []))
+        measurement.recorders.add(str(saved.get("recorder")))
+        measurement.regions.update(saved.get("regions", []))
+    _check_children_checked_in(markers)
+    if "coverage" in measurement.recorders:
+        _read_coverage(folder, measurement)
+    return measurement
+
+
+def _check_process(proc: Process, saved: dict[str, Any]) -> None:
+    for call in saved.get("turned_off", []):
+        raise RecordRefused(f"{proc.label()} turned the measurement off ({call}), so what it "
+                            "ran after is unseen, even if it turned it back on: remove the "
+                            "call from the recorded run")
+    for child in saved.get("children", []):
+        if child.get("problem"):
+            raise RecordRefused(f"{proc.label()} started a Python child that cannot be measured, "
+                                f"{_shown(child['command'])}: {child['problem']}; let it "
+                                "inherit the environment (env={**os.environ, ...}) and drop "
+                                "-I/-E/-S, so that every process is recorded")
+
+
+def _check_children_checked_in(markers: list[tuple[Process, dict[str, Any] | None]]) -> None:
+    """Each Python child a process started has a marker naming that process as its spawner."""
+    started = [p for p, _ in markers if p.how == "start"]
+    for proc, saved in markers:
+        children = [tuple(c["command"]) for c in (saved or {}).get("children", [])]
+        if not children:
+            continue
+        arrived = Counter(p.argv for p in started if p.spawner == proc.id)
+        unmatched = []
+        for command in children:
+            if arrived[command] > 0:
+                arrived[command] -= 1
+            else:
+                unmatched.append(command)
+        spare = sum(arrived.values())  # children seen under another argv (a wrapper's exec)
+        if len(unmatched) > spare:
+            raise RecordRefused(f"{proc.label()} started a Python child that never checked in, "
+                                f"{_shown(unmatched[spare])}: it ran without the recording's "
+                                "start-up hook (another PYTHONPATH, or no lawkit importable "
+                                "there), so what it ran is unseen")
+
+
+def _add_runs(saved: dict[str, Any], measurement: Measurement) -> None:
+    for filename, qualname, first, phase, regions in saved.get("runs", []):
+        by_code = measurement.runs.setdefault(os.path.realpath(filename), {})
+        by_code.setdefault((qualname, int(first)), set()).add((phase, tuple(regions)))
+
+
+def _read_coverage(folder: Path, measurement: Measurement) -> None:
+    from coverage import CoverageData
+    from coverage.exceptions import CoverageException
+
     for path in sorted((folder / "data").iterdir()):
         data = CoverageData(basename=str(path))
         try:
@@ -82,22 +179,23 @@ def collect(folder: Path) -> Measurement:
         except (CoverageException, OSError) as exc:
             raise RecordRefused(f"a measured process left unreadable coverage data "
                                 f"({path.name}: {exc}): nothing written; record again") from None
-    return measurement
 
 
-def _add_arcs(data: object, measurement: Measurement) -> None:
-    from coverage import CoverageData
-
-    assert isinstance(data, CoverageData)
+def _add_arcs(data: Any, measurement: Measurement) -> None:
     if not data.has_arcs() and data.measured_files():
         raise RecordRefused("coverage data without arcs: a process measured lines only "
                             "(another coverage config?): record again")
     for context in sorted(data.measured_contexts()):
-        phase = _PHASE_OF_CONTEXT.get(context, "steps")  # a wrong steps only costs a refit
+        parsed = parse_context(context)
         data.set_query_contexts([f"^{re.escape(context)}$"])
         for filename in data.measured_files():
             arcs = data.arcs(filename) or []
             if arcs:
-                by_phase = measurement.arcs.setdefault(os.path.abspath(filename), {})
-                by_phase.setdefault(phase, set()).update(arcs)
+                by_context = measurement.arcs.setdefault(os.path.realpath(filename), {})
+                by_context.setdefault(parsed, set()).update(arcs)
     data.set_query_contexts(None)
+
+
+def _shown(argv: Any) -> str:
+    shown = " ".join(argv)
+    return shown if len(shown) <= 80 else shown[:77] + "..."

@@ -1,21 +1,22 @@
-"""`lawkit footprint record`: run a command under coverage.py and write which units ran.
+"""`lawkit footprint record`: run a command with every Python process it starts measured, and
+write which units ran, in which phases and regions.
 
-COMMAND runs with the start-up hook (``sitehook``, as ``sitecustomize`` on ``PYTHONPATH``) and a
-generated coverage rcfile (``COVERAGE_PROCESS_START``) in a temp folder: arcs, the C tracer,
-measuring the hashed packages' folders (and the packages by import name, to catch an installed
-copy running instead), data files per process, saved at exit, on SIGTERM, on ``os._exit`` and
-before an exec; each process says when its data is saved. Every Python process COMMAND starts
-that reads ``PYTHONPATH`` is measured; one started with ``-I``/``-E`` or with an environment
-that drops these variables is not seen at all.
+COMMAND runs with the start-up hook (``sitehook``, as ``sitecustomize`` on ``PYTHONPATH``) in a
+temp folder. On Python 3.12+ each process records with ``sys.monitoring`` (``sysmon``), cheap
+enough to take in the capture run; on 3.11 with coverage.py (``cover``: arcs, the C tracer,
+the generated rcfile), whose tracer inflates step times, which
+`record` says on stderr. Each process's audit hook (``audit``) notes the Python children it
+starts; one that cannot be measured, or never checked in, is refused.
 
 The main process, which starts in the ``startup`` phase, is the one whose parent is `record`
-itself: COMMAND when it is Python (or a shell that execs Python). A Python process started by a
-wrapper script, like every other process, counts as ``steps`` unless it calls
-``lawkit.footprint.phase()`` itself.
+itself: COMMAND when it is Python (or a shell that execs Python). Every other process counts
+as ``steps`` unless it calls ``lawkit.footprint.phase()`` itself.
 
-Refused (exit 2, nothing written): a measured process left no readable data, COMMAND exited
-non-zero, nothing hashed ran, a measured file is not a hashed one (an installed copy of the
-engine ran), or a hashed file changed during the run.
+Refused (exit 2, nothing written): a measured process left no data, turned its recorder off or
+started a Python child that was not measured; COMMAND exited non-zero; nothing hashed ran; a
+file that ran is not a hashed one (an installed copy of the engine, a ``.py`` outside
+``include``, a custom loader's file, a sourceless or stale unchecked-hash ``.pyc``); or a
+hashed file changed during the run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,18 +33,22 @@ from pathlib import Path
 
 from lawkit.config import Workspace
 from lawkit.footprint import sitehook
-from lawkit.footprint.collect import Measurement, collect
-from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, sort_phases
+from lawkit.footprint.collect import Context, Measurement, collect
+from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
 from lawkit.footprint.errors import RecordRefused
-from lawkit.footprint.ran import phases_of_units
+from lawkit.footprint.ran import phases_of_units, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources
-from lawkit.footprint.units import units_of
+from lawkit.footprint.units import Unit, units_of
 
 # coverage.py warns in every process that imports no engine code; those warnings say nothing
 # about the footprint.
 _QUIET = ("module-not-imported", "module-not-measured", "no-data-collected",
           "module-not-python", "already-imported", "include-ignored", "couldnt-parse")
-_CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG")
+_CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG",
+                "COVERAGE_PROCESS_START")
+INFLATED = ("lawkit footprint record: Python {python} records with coverage.py, whose tracer "
+            "inflates step times (2.1-2.2x on Python-Markdown): take captures from a run on "
+            "Python 3.12+, which records with sys.monitoring")
 
 
 @dataclass(frozen=True)
@@ -54,20 +60,45 @@ class RecordReport:
     sha256: str
 
     def lines(self) -> list[str]:
-        """What `footprint record` prints."""
+        """What `footprint record` prints: ``7 units ran: 7 at start-up, 6 of them also in
+        steps; 1 process``."""
         fp = self.footprint
-        units = [u for f in fp.files.values() for u in f.units.values()]
-        startup = sum(1 for u in units if "startup" in u.phases)
-        steps = sum(1 for u in units if "steps" in u.phases)
-        return [f"{self.path}: {fp.ran_units()} of {len(units)} units ran ({startup} at "
-                f"start-up, {steps} in steps) in {fp.processes} processes, "
-                f"{fp.key}={fp.digest}"]
+        return [f"{self.path}: {summary(fp)}; {fp.key}={fp.digest}"]
 
     def to_json(self) -> dict[str, object]:
         """The report as JSON."""
         fp = self.footprint
         return {"path": self.path, "sha256": self.sha256, "key": fp.key, "digest": fp.digest,
-                "processes": fp.processes, "units_ran": fp.ran_units()}
+                "processes": fp.processes, "units_ran": fp.ran_units(),
+                "recorder": fp.recorder, "regions": list(fp.regions)}
+
+
+def summary(fp: Footprint) -> str:
+    """How many units ran, when, and in how many processes, as a person would say it."""
+    phases = [u.phases for f in fp.files.values() for u in f.units.values() if u.phases]
+    startup = sum(1 for p in phases if "startup" in p)
+    both = sum(1 for p in phases if "startup" in p and "steps" in p)
+    only_steps = len(phases) - startup
+    parts = []
+    if startup:
+        parts.append(f"{startup} at start-up")
+        if both:
+            parts.append("also in steps" if startup == both == 1 else
+                         "all of them also in steps" if both == startup else
+                         f"{both} of them also in steps")
+        if only_steps:
+            parts.append(f"{only_steps} only in steps")
+    elif only_steps:
+        parts.append(f"{only_steps} in steps")
+    ran = f"{_count(len(phases), 'unit')} ran"
+    ran += ": " + ", ".join(parts) if parts else ""
+    named = [r for r in fp.regions if r != ANY_REGION]
+    regions = f"; {_count(len(named), 'region')} ({', '.join(named)})" if named else ""
+    return f"{ran}; {_count(fp.processes, 'process')}{regions}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("s") else f"{n} {noun}s"
 
 
 def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
@@ -76,7 +107,8 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     footprint to ``out`` (nothing on refusal)."""
     from lawkit.footprint.document import write_footprint
 
-    _check_coverage()
+    if sys.version_info < (3, 12):
+        _check_coverage()
     if not command:
         raise RecordRefused("no command given: `lawkit footprint record --out FILE -- "
                             "COMMAND...`")
@@ -85,7 +117,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     before = work_tree_sources(ws.digest)
     folder = Path(tempfile.mkdtemp(prefix="lawkit-footprint-"))
     try:
-        env = _prepare(folder, ws, before)
+        env = _prepare(folder, ws)
         try:
             code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
@@ -97,6 +129,8 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
         measurement = collect(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    if "coverage" in measurement.recorders:
+        sys.stderr.write(INFLATED.format(python=platform.python_version()) + "\n")
     after = work_tree_sources(ws.digest)
     if after.files != before.files:
         changed = sorted(set(before.files) ^ set(after.files)
@@ -112,28 +146,76 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
 
 def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                     command: tuple[str, ...]) -> Footprint:
-    """The footprint of a measurement: every unit of every hashed file, with its phases."""
-    root = os.path.realpath(ws.digest.root)  # coverage.py names files by their real path
+    """The footprint of a measurement: every unit of every hashed file, with its phases and
+    regions."""
+    root = os.path.realpath(ws.digest.root)
     by_path = {os.path.join(root, *rel.split("/")): rel for rel in tree.files}
-    ran_any = False
-    for filename in measurement.arcs:
-        if filename not in by_path and not _inside(filename, root):
-            raise RecordRefused(f"{filename} ran, but it is not a hashed engine file (an "
-                                f"installed copy of the engine?): run the engine from "
-                                f"{ws.rel(root)}, the digest root")
+    unhashed = _check_modules(ws, measurement, by_path, root)
+    for filename in [*measurement.arcs, *measurement.runs]:
+        if filename not in by_path:
+            _refuse_unhashed(ws, filename, root)
     files: dict[str, FileRecord] = {}
+    seen: set[str] = set()
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
         units = units_of(tree.files[rel])
-        phases = phases_of_units(units, measurement.arcs.get(path, {}))
-        records = {u.qualname: UnitRecord(u.digest, sort_phases(phases[u.qualname]))
-                   for u in units}
-        ran_any |= any(r.phases for r in records.values())
+        contexts = _phases_of_units(units, measurement, path)
+        records = {}
+        for u in units:
+            ran = contexts[u.qualname]
+            regions = {r for phase, names in ran if phase == "steps" for r in names or
+                       (ANY_REGION,)}
+            seen |= regions
+            records[u.qualname] = UnitRecord(u.digest, sort_phases({p for p, _ in ran}),
+                                             tuple(sorted(regions)))
         files[rel] = FileRecord(tree.sha256(rel), records)
-    if not ran_any:
+    if not any(u.phases for f in files.values() for u in f.units.values()):
         raise RecordRefused(f"no hashed engine file ran under {ws.rel(root)}: is the command "
                             "running this engine, and does it import it from here?")
+    recorder = "coverage" if "coverage" in measurement.recorders else "sys.monitoring"
     return Footprint(ws.digest.key, tree.digest, command, len(measurement.processes), files,
-                     recorder="coverage", python=platform.python_version())
+                     recorder=recorder, python=platform.python_version(),
+                     regions=tuple(sorted(seen | measurement.regions)),
+                     unhashed=tuple(sorted(unhashed)))
+
+
+def _phases_of_units(units: Sequence[Unit], measurement: Measurement,
+                       path: str) -> dict[str, set[Context]]:
+    """The contexts each unit of one file ran in, from code objects and from arcs."""
+    ran = phases_of_units(units, measurement.arcs.get(path, {}))
+    for (qualname, first), contexts in measurement.runs.get(path, {}).items():
+        ran[unit_of_code(units, qualname, first)] |= contexts
+    return ran
+
+
+def _check_modules(ws: Workspace, measurement: Measurement, hashed: dict[str, str],
+                   root: str) -> set[str]:
+    """The native modules loaded from the engine's folders, by relpath; a refusal for any
+    other module whose code is not a hashed file."""
+    native: set[str] = set()
+    for module in measurement.modules:
+        path, kind = module["path"], module["kind"]
+        if kind == "native":
+            native.add(os.path.relpath(path, root).replace(os.sep, "/"))
+        elif kind == "unchecked-pyc":
+            raise RecordRefused(f"{ws.rel(path)} ran from an unchecked-hash .pyc built from "
+                                "other source, so the hashed source is not what ran: delete "
+                                "its __pycache__ entry and record again")
+        elif path not in hashed:
+            _refuse_unhashed(ws, path, root, kind)
+    return native
+
+
+def _refuse_unhashed(ws: Workspace, filename: str, root: str, kind: str = "source") -> None:
+    if kind == "elsewhere" or not _inside(filename, root):
+        raise RecordRefused(f"{filename} ran, but it is not a hashed engine file (an "
+                            f"installed copy of the engine?): run the engine from "
+                            f"{ws.rel(root)}, the digest root")
+    how = {"sourceless": "a .pyc without its source",
+           "other": "loaded by another loader"}.get(kind, "a Python file the digest does not "
+                                                      "hash (outside include, or excluded)")
+    raise RecordRefused(f"{ws.rel(filename)} ran from inside a hashed package, but it is "
+                        f"{how}: a change to it would go unseen; hash it (include) or move it "
+                        "out of the package")
 
 
 def _check_coverage() -> None:
@@ -149,13 +231,13 @@ def _inside(filename: str, root: str) -> bool:
     return filename.startswith(os.path.join(root, ""))
 
 
-def _prepare(folder: Path, ws: Workspace, tree: SourceTree) -> dict[str, str]:
+def _prepare(folder: Path, ws: Workspace) -> dict[str, str]:
     """Write the hook and rcfile into ``folder``; the environment COMMAND runs in."""
     site = folder / "site"
     for sub in ("site", "markers", "data"):
         (folder / sub).mkdir()
     shutil.copyfile(sitehook.__file__, site / "sitecustomize.py")
-    root = os.path.abspath(ws.digest.root)
+    root = os.path.realpath(ws.digest.root)
     dirs = sorted({os.path.join(root, *p.split("/")) for p in ws.digest.packages})
     names = sorted({p.split("/")[-1] for p in ws.digest.packages
                     if p.split("/")[-1].isidentifier()})
@@ -177,8 +259,11 @@ def _prepare(folder: Path, ws: Workspace, tree: SourceTree) -> dict[str, str]:
     ]), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
-    env["COVERAGE_PROCESS_START"] = str(rc)
+    env[sitehook.COVERAGE_ENV] = str(rc)
     env["COVERAGE_CORE"] = "ctrace"
     env[sitehook.DIR_ENV] = str(folder)
     env[sitehook.PARENT_ENV] = str(os.getpid())
+    env[sitehook.ROOTS_ENV] = os.pathsep.join(dirs)
+    env[sitehook.NAMES_ENV] = os.pathsep.join(names)
+    env.pop(sitehook.SPAWNER_ENV, None)
     return env

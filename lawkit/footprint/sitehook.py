@@ -1,13 +1,17 @@
-"""The start-up hook of every Python process `footprint record` measures (standard library and
-coverage only: it is copied as ``sitecustomize.py`` into a temp folder put on ``PYTHONPATH``).
+"""The start-up hook of every Python process `footprint record` measures (it is copied as
+``sitecustomize.py`` into a temp folder put on ``PYTHONPATH``, and imports the recorder from
+lawkit, which must be importable there).
 
-In each process it writes a marker naming the process (so that `record` knows every process it
-measured and can tell one that left no data), starts coverage.py from the generated rcfile
-(``COVERAGE_PROCESS_START``), and sets the context: ``startup`` in the main process (the one
-whose parent is `record` itself), ``steps`` in any other. In a forked child (a
-``multiprocessing`` worker) it writes the child's marker, switches to ``steps`` and saves the
-child's data on ``os._exit`` (how forked workers end) and on SIGTERM (how a pool terminates
-them). Then it runs the ``sitecustomize`` this one hides, if there is one.
+In each process it writes a marker naming the process and the process that started it (so that
+`record` knows every process it measured, and every Python child each one started), starts the
+recorder (``sys.monitoring`` on Python 3.12+, coverage.py from the generated rcfile on 3.11),
+adds the audit hook that notes Python children, and sets the phase: ``startup`` in the main
+process (the one whose parent is `record` itself), ``steps`` in any other. In a forked child (a
+``multiprocessing`` worker) it writes the child's marker and the recorder starts over in
+``steps`` with no region open. At exit, on SIGTERM, on ``os._exit`` and before an exec it
+writes ``<marker>.done``: what ran, the Python children, the modules loaded from the engine's
+folders, and any call that turned the recorder off. Then it runs the ``sitecustomize`` this one
+hides, if there is one.
 """
 
 from __future__ import annotations
@@ -23,83 +27,106 @@ from typing import Any, NoReturn
 
 DIR_ENV = "LAWKIT_FOOTPRINT_DIR"
 PARENT_ENV = "LAWKIT_FOOTPRINT_PARENT"
+SPAWNER_ENV = "LAWKIT_FOOTPRINT_SPAWNER"
+ROOTS_ENV = "LAWKIT_FOOTPRINT_ROOTS"
+NAMES_ENV = "LAWKIT_FOOTPRINT_NAMES"
+COVERAGE_ENV = "LAWKIT_FOOTPRINT_COVERAGE"
+"""The coverage rcfile (Python 3.11); not COVERAGE_PROCESS_START, which would start
+coverage.py from its .pth file in every process, 3.12+ ones too."""
 
 _real_exit = os._exit
+_marker = ""  # this process's marker, without its extension
+# Imported at start-up, never later: a forked child, a SIGTERM handler or an exit must not
+# import (a module lock another thread held at fork time is held in the child for ever).
+_markers: Any = None  # lawkit.footprint
+_loaded_modules: Any = None  # lawkit.footprint.loaded.loaded_modules
+_recorder: Any = None
+_children: Any = None
+_saving = False
 
 
 def _ping() -> int:
-    """Run one measured line, so that every measuring process leaves a data file."""
+    """Run one measured line, so that every process coverage.py measures leaves a data file."""
     return 1
 
 
-_marker = ""  # this process's marker, without its extension
-
-
-def _write_marker(folder: str, *, main: bool, error: str | None = None) -> None:
-    """Announce this process: ``markers/<pid>-<random>.json``."""
+def _write_marker(folder: str, *, main: bool, how: str, error: str | None = None) -> None:
+    """Announce this process: ``markers/<pid>-<random>.json``; its children name it."""
     global _marker
     pid = os.getpid()
-    doc = {"pid": pid, "ppid": os.getppid(), "main": main, "error": error,
+    ident = f"{pid}-{secrets.token_hex(4)}"
+    doc = {"id": ident, "pid": pid, "ppid": os.getppid(), "main": main, "how": how,
+           "spawner": os.environ.get(SPAWNER_ENV), "error": error,
            "argv": list(getattr(sys, "orig_argv", sys.argv))}
-    _marker = os.path.join(folder, "markers", f"{pid}-{secrets.token_hex(4)}")
-    with open(_marker + ".tmp", "w", encoding="utf-8") as f:
+    _marker = os.path.join(folder, "markers", ident)
+    _write_json(_marker + ".json", doc)
+    os.environ[SPAWNER_ENV] = ident
+
+
+def _write_json(path: str, doc: object) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(doc, f)
-    os.replace(_marker + ".tmp", _marker + ".json")
+    os.replace(path + ".tmp", path)
+
+
+def _roots() -> list[str]:
+    return [r for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if r]
 
 
 def _write_done() -> None:
-    """Say that this process's data is saved: ``markers/<pid>-<random>.done``."""
-    if _marker:
-        with open(_marker + ".done", "w", encoding="utf-8"):
-            pass
+    """Say what this process ran, and that it is saved: ``markers/<pid>-<random>.done``."""
+    names = [n for n in os.environ.get(NAMES_ENV, "").split(os.pathsep) if n]
+    _write_json(_marker + ".done", {
+        "recorder": _recorder.name, "runs": _recorder.runs(),
+        "children": _children.children if _children is not None else [],
+        "turned_off": _recorder.turned_off, "regions": sorted(_recorder.regions),
+        "modules": _loaded_modules(_roots(), names)})
 
 
-def _current() -> Any:
+def _current_coverage() -> Any:
     coverage = sys.modules.get("coverage")
     return coverage.Coverage.current() if coverage is not None else None
 
 
-_saving = False
-
-
 def _save_current() -> None:
-    """Stop and save this process's measurement, with SIGTERM held off until the end.
+    """Save this process's measurement, with SIGTERM held off until the end.
 
     A pool terminates its workers with SIGTERM while they may be saving on their way out; a
-    save cut short leaves a data file without arcs, so SIGTERM stays blocked from here on
-    (the process is ending) and a second one waits for the first save.
+    save cut short leaves no data, so SIGTERM stays blocked from here on (the process is
+    ending) and a second one waits for the first save.
     """
     global _saving
-    if _saving:
+    if _saving or not _marker or _recorder is None:
         return
     _saving = True
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    cov = _current()
-    if cov is not None:
-        try:
+    try:
+        if _recorder.name == "coverage":
+            cov = _current_coverage()
             cov.stop()
             cov.save()
-            _write_done()
-        except Exception as exc:  # never mask the process's own exit
-            sys.stderr.write(f"lawkit footprint: cannot save coverage data: {exc}\n")
+        _write_done()
+    except Exception as exc:  # never mask the process's own exit
+        sys.stderr.write(f"lawkit footprint: cannot save what this process ran: {exc}\n")
 
 
 def _exec_saving(real: Any) -> Any:
     """An ``os.execv``/``os.execve`` that saves this image's data before it is replaced."""
 
-    def exec_saving(*args: Any, **kwargs: Any) -> Any:
+    def exec_saving(path: Any, argv: Any, *env: Any) -> Any:
         global _saving
-        cov = _current()
+        # The audit event comes once this image's data is saved: note the new image first.
+        noted = _children.exec(path, argv, env[0] if env else None)
         _save_current()
         try:
-            return real(*args, **kwargs)
+            return real(path, argv, *env)
         except OSError:
             # The exec failed and this image goes on: measure it again, and save at its end.
+            _children.forget(noted)
             _saving = False
-            if cov is not None:
-                cov.start()
-            if _marker:
-                os.unlink(_marker + ".done")
+            if _recorder.name == "coverage":
+                _current_coverage().start()
+            os.unlink(_marker + ".done")
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             raise
 
@@ -121,11 +148,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _take_sigterm() -> None:
-    """Save on SIGTERM with this hook's handler rather than coverage's.
-
-    In a forked child coverage's handler would chain to the parent's instance and write the
-    parent's data from the child; and it does not hold off a second SIGTERM.
-    """
+    """Save on SIGTERM with this hook's handler (coverage's would chain, in a forked child, to
+    the parent's instance, and it does not hold off a second SIGTERM)."""
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
@@ -145,38 +169,87 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork(folder: str) -> None:
-    # coverage's own fork patch (registered before this hook, so run first) has stopped the
-    # parent's measurement in this child and started a fresh one with this child's data file.
+    # With coverage.py, its own fork patch (registered before this hook, so run first) has
+    # started a fresh measurement with this child's data file.
     global _saving
     _saving = False
     try:
-        _write_marker(folder, main=False)
-        cov = _current()
-        if cov is not None:
-            cov.switch_context("steps")
+        _write_marker(folder, main=False, how="fork")
+        _set_phase("steps")
+        _recorder.forked()
+        _children.children = []  # the parent's children are the parent's
+        if _recorder.name == "coverage":
             _ping()
         _take_sigterm()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork)
 
 
-def _start(folder: str) -> None:
-    main = os.environ.get(PARENT_ENV) == str(os.getppid())
-    try:
+def _set_phase(name: str) -> None:
+    _markers._phase = name
+
+
+def _start_recorder(phase: str) -> Any:
+    if sys.version_info >= (3, 12):
+        from lawkit.footprint.sysmon import SysMonRecorder
+
+        recorder: Any = SysMonRecorder(tuple(_roots()), phase)
+    else:
         import coverage
-    except Exception as exc:
-        _write_marker(folder, main=main, error=f"coverage.py is not importable here ({exc})")
-        return
-    _write_marker(folder, main=main)
-    try:
-        cov = coverage.process_startup() or coverage.Coverage.current()
+
+        from lawkit.footprint.cover import CoverageRecorder
+
+        os.environ["COVERAGE_PROCESS_START"] = os.environ[COVERAGE_ENV]
+        try:
+            cov = coverage.process_startup() or coverage.Coverage.current()
+        finally:
+            del os.environ["COVERAGE_PROCESS_START"]
         if cov is None:
             raise RuntimeError("coverage did not start (COVERAGE_PROCESS_START is unset)")
-        cov.switch_context("startup" if main else "steps")
+        recorder = CoverageRecorder(cov, phase)
+    recorder.start()
+    if recorder.name == "coverage":
         _ping()
+    return recorder
+
+
+def _start(folder: str) -> None:
+    # A pool may terminate a spawned worker still starting up: SIGTERM waits until the marker
+    # written here has the handler that saves its data.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        _start_blocked(folder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _start_blocked(folder: str) -> None:
+    global _recorder, _children
+    main = os.environ.get(PARENT_ENV) == str(os.getppid())
+    phase = "startup" if main else "steps"
+    global _markers, _loaded_modules
+    try:
+        import lawkit.footprint
+        from lawkit.footprint.audit import ChildWatch
+        from lawkit.footprint.loaded import loaded_modules
+
+        _markers, _loaded_modules = lawkit.footprint, loaded_modules
+
+        needed = {k: os.environ[k] for k in (DIR_ENV, PARENT_ENV, COVERAGE_ENV)
+                  if k in os.environ}
+        site = os.path.dirname(os.path.abspath(__file__))
+        _write_marker(folder, main=main, how="start")
+        _recorder = _start_recorder(phase)
+        _children = ChildWatch(needed, site, getattr(_recorder, "executing", None))
     except Exception as exc:
-        _write_marker(folder, main=main, error=f"coverage.py did not start: {exc}")
+        if _marker:
+            os.unlink(_marker + ".json")
+        _write_marker(folder, main=main, how="start",
+                      error=f"the recorder did not start ({type(exc).__name__}: {exc})")
         return
+    _set_phase(phase)
+    lawkit.footprint._recorder = _recorder
+    _children.install()
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=lambda: _after_fork(folder))
     os._exit = _exit_saving

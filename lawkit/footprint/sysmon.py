@@ -1,0 +1,164 @@
+"""The recorder of a measured process on Python 3.12+: ``sys.monitoring`` (PEP 669).
+
+One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), each
+answered with ``DISABLE``, so a code object costs one event until the next switch. The events
+are set on the hashed code objects only (``set_local_events``, as each hashed module's code is
+executed: ``executing``, from the ``exec`` audit event, with every code object nested in
+it), so the rest of the
+process (the standard library, dependencies) never fires one, even after a re-arm. At every
+phase switch and region enter or exit the events are re-armed (``restart_events``), and every
+code object on a stack the switch concerns counts as running in what was entered (all threads'
+stacks for a phase, the switching thread's for a region): a frame already running at a switch,
+like a loop that calls ``phase("steps")``, runs on in the new context. Events cover every
+thread, including threads started from C. Phases are process-wide, regions per thread.
+
+Only code objects whose file is under a hashed package's folder are kept; attribution to units
+happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
+off (``set_events``, ``set_local_events``, ``free_tool_id``, ``register_callback`` on its id)
+is let through and noted: `record` refuses the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any
+
+TOOL_ID = 4
+"""The sys.monitoring tool id lawkit takes (0-2 and 5 are the debugger's, coverage's,
+profiler's and optimizer's)."""
+
+Context = tuple[str, tuple[str, ...]]
+"""A phase and the regions open on the thread (outermost first)."""
+
+
+class SysMonRecorder:
+    """Which hashed code objects started or resumed in each context of this process."""
+
+    name = "sys.monitoring"
+
+    def __init__(self, roots: tuple[str, ...], phase: str) -> None:
+        self._roots = tuple(os.path.join(r, "") for r in roots)
+        self._files: dict[str, bool] = {}
+        self._phase = phase
+        self._contexts: dict[int, Context] = {}
+        self._default: Context = (phase, ())
+        self._ran: dict[Context, dict[int, CodeType]] = {}
+        """The code objects run in each context, by ``id`` (a code object's own hash reads its
+        bytecode, constants and names every time)."""
+        self.regions: set[str] = set()
+        self.turned_off: list[str] = []
+        mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
+        self._mon = mon
+        self._restart: Callable[[], None] = mon.restart_events
+        self._set_local_events: Callable[..., None] = mon.set_local_events
+        self._events = mon.events.PY_START | mon.events.PY_RESUME
+        self._disable = mon.DISABLE
+        self._ident = threading.get_ident
+
+    def start(self) -> None:
+        """Take the tool id, arm each hashed module's code as it is executed, and count what
+        is already running."""
+        mon = self._mon
+        mon.use_tool_id(TOOL_ID, "lawkit footprint")
+        mon.register_callback(TOOL_ID, mon.events.PY_START, self._on_start)
+        mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
+        self._guard()
+        self._count_stacks(sys._current_frames().items())
+
+    def executing(self, code: object) -> None:
+        """Code is about to be executed (the ``exec`` audit event, which the process's one
+        audit hook passes on: each audit hook costs every audited event, ``frame.f_code``
+        included): arm it if it is hashed, with every code object nested in it."""
+        if not isinstance(code, CodeType) or not self._hashed(code.co_filename):
+            return
+        with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+            self._arm(code)
+
+    def _arm(self, code: CodeType) -> None:
+        """Set the events on a code object and on every code object nested in it."""
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            self._set_local_events(TOOL_ID, c, self._events)
+            todo.extend(k for k in c.co_consts if isinstance(k, CodeType))
+
+    def _on_start(self, code: CodeType, offset: int) -> object:
+        context = self._contexts.get(self._ident(), self._default)  # only hashed code fires
+        seen = self._ran.get(context)
+        if seen is None:
+            seen = self._ran[context] = {}
+        seen[id(code)] = code
+        return self._disable
+
+    def _hashed(self, filename: str) -> bool:
+        keep = self._files.get(filename)
+        if keep is None:
+            keep = os.path.realpath(filename).startswith(self._roots) if filename else False
+            self._files[filename] = keep
+        return keep
+
+    def switched_phase(self, name: str) -> None:
+        """The process entered phase ``name``: re-arm, count every thread's stack in it."""
+        self._phase = name
+        self._default = (name, ())
+        self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
+        self._restart()
+        self._count_stacks(sys._current_frames().items())
+
+    def switched_regions(self, regions: tuple[str, ...]) -> None:
+        """This thread's open regions are now ``regions``: re-arm, count its stack there."""
+        ident = self._ident()
+        if regions:
+            self.regions.update(regions)
+            self._contexts[ident] = (self._phase, regions)
+        else:
+            self._contexts.pop(ident, None)
+        self._restart()
+        self._count_stacks([(ident, sys._getframe(1))])
+
+    def forked(self) -> None:
+        """In a forked child: forget the parent's runs; start in ``steps``, no region open."""
+        self._ran = {}
+        self.regions = set()
+        self._phase = "steps"
+        self._default = ("steps", ())
+        self._contexts = {}
+        self._restart()
+        self._count_stacks([(self._ident(), sys._getframe(1))])
+
+    def _count_stacks(self, stacks: Any) -> None:
+        for ident, frame in stacks:
+            context = self._contexts.get(ident, self._default)
+            f: FrameType | None = frame
+            while f is not None:
+                code = f.f_code
+                if self._hashed(code.co_filename):
+                    self._ran.setdefault(context, {})[id(code)] = code
+                f = f.f_back
+
+    def runs(self) -> list[list[Any]]:
+        """``[filename, qualname, firstlineno, phase, regions]`` for each code object and
+        context it ran in."""
+        return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
+                for (phase, regions), codes in self._ran.items() for c in codes.values()]
+
+    def _guard(self) -> None:
+        """Note any call that would turn this tool's events off, even if it restores them."""
+        for name in ("set_events", "set_local_events", "free_tool_id", "clear_tool_id",
+                     "register_callback"):
+            real = getattr(self._mon, name, None)
+            if real is not None:
+                setattr(self._mon, name, self._guarded(name, real))
+
+    def _guarded(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(tool_id: int, *args: Any) -> Any:
+            if tool_id == TOOL_ID:
+                self.turned_off.append(f"sys.monitoring.{name}({tool_id}, ...)")
+            return real(tool_id, *args)
+
+        return guarded
