@@ -462,6 +462,10 @@ class _ColumnsSink(_Sink):
 class _Flusher(threading.Thread):
     """Writes a text capture's finished rows every FLUSH_SECONDS until stopped."""
 
+    lawkit_runs_no_engine_code = True
+    """It runs no engine code, so the 3.11 recorder need not count it as a thread in steps
+    with no region open (`lawkit.footprint.cover`)."""
+
     def __init__(self, sink: _Sink) -> None:
         super().__init__(name="lawkit-capture-flush", daemon=True)
         self.sink = sink

@@ -155,6 +155,27 @@ def test_regions_are_recorded_per_unit_per_thread_with_generators_and_running_fr
     assert _unit(doc, "atom/helpers.py", "<module>") == (["startup"], [])
 
 
+def test_an_idle_thread_with_no_region_open_does_not_put_the_main_threads_code_in_every_region(
+        engine: Path) -> None:
+    """A pool's handler threads (or the capture writer's flusher) have no region open; on 3.11,
+    where coverage.py's context is process-wide, they once put every unit in "*"."""
+    doc = _recorded(engine, "import threading\nimport lawkit.footprint as fp\n"
+                            "from atom.helpers import helper\nfrom atom.worker import work\n"
+                            "go, done = threading.Event(), threading.Event()\n"
+                            "def idle():\n"
+                            "    go.wait()\n"
+                            "    work(1)\n"
+                            "    done.set()\n"
+                            "threading.Thread(target=idle, daemon=True).start()\n"
+                            "fp.phase('steps')\n"
+                            "with fp.region('sample_s'):\n"
+                            "    helper(1)\n"
+                            "go.set()\n"
+                            "done.wait()\n")
+    assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["sample_s"])
+    assert _unit(doc, "atom/worker.py", "work") == (["steps"], ["*"])
+
+
 def test_a_forked_child_starts_in_steps_with_no_region_open(engine: Path) -> None:
     doc = _recorded(engine, "import os\nimport lawkit.footprint as fp\n"
                             "from atom.worker import work\nfp.phase('steps')\n"

@@ -2,22 +2,30 @@
 context naming the phase and the regions (``startup``, ``steps``, ``steps|outer,sample_s``).
 
 coverage.py's context is process-wide, while regions are per thread: the context of ``steps``
-names every region open on any thread, and ``*`` too when some thread has none open, so a unit
-run by any thread is credited to every region it might have run in (a wrong region costs a
-refit, a missing one could hide one). Threads started with ``_thread.start_new_thread`` are
-traced too (coverage.py only hooks ``threading``); threads started from C are not seen. A call
+names every region open on any thread, and ``*`` too when a thread that was running before the
+recorder started (the main one) has none open, so a unit run by any thread is credited to every
+region it might have run in (a wrong region costs a refit, a missing one could hide one). A
+thread started while recording (``threading`` or ``_thread.start_new_thread``, which coverage.py
+alone does not trace) is traced, and a profile hook of its own names the hashed code objects it
+calls in its own phase and regions, as the 3.12 recorder does: so a pool's handler threads, which
+have no region open, do not put every unit the main thread runs in ``*``. Threads started from C
+are not seen. A call
 to ``sys.settrace`` or ``threading.settrace`` from outside coverage.py and the threading module
 turns the tracer off, and is noted: `record` refuses the process.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
+from types import CodeType, FrameType
 from typing import Any
 
 ANY_REGION = "*"
+ENGINE_FREE = "lawkit_runs_no_engine_code"
+"""The attribute, true on a thread that runs only lawkit's own code (never a hashed file)."""
 
 
 def context_name(phase: str, regions: set[str] | frozenset[str]) -> str:
@@ -40,13 +48,17 @@ class CoverageRecorder:
 
     name = "coverage"
 
-    def __init__(self, cov: Any, phase: str) -> None:
+    def __init__(self, cov: Any, phase: str, roots: tuple[str, ...]) -> None:
         self._cov = cov
         self._phase = phase
+        self._roots = tuple(os.path.join(r, "") for r in roots)
+        self._files: dict[str, bool] = {}
         self._regions: dict[int, tuple[str, ...]] = {}
+        self._profiled: set[int] = set()
+        """The threads whose hashed calls their own profile hook names."""
+        self._ran: dict[tuple[str, tuple[str, ...]], dict[int, CodeType]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
-        self._raw_threads = 0
 
     def start(self) -> None:
         """Set the first context, trace ``_thread`` threads, note any tracer turned off."""
@@ -77,16 +89,22 @@ class CoverageRecorder:
         self._cov = coverage.Coverage.current()
         self._phase = "steps"
         self._regions = {}
+        self._profiled = set()  # the forking thread alone goes on, and was not profiled
+        self._ran = {}
         self.regions = set()
         self._switch()
 
     def runs(self) -> list[list[Any]]:
-        """Nothing: coverage.py's data file holds what ran."""
-        return []
+        """``[filename, qualname, firstlineno, phase, regions]`` for each hashed code object the
+        threads started while recording called, and the context it ran in (the arcs of every
+        thread are in coverage.py's data file)."""
+        return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
+                for (phase, regions), codes in self._ran.items() for c in codes.values()]
 
     def _switch(self) -> None:
         names: set[str] = {r for regions in self._regions.values() for r in regions}
-        if threading.active_count() + self._raw_threads > len(self._regions):
+        if any(t.ident not in self._regions for t in threading.enumerate()
+               if t.ident not in self._profiled and not getattr(t, ENGINE_FREE, False)):
             names.add(ANY_REGION)
         self._cov.switch_context(context_name(self._phase, names))
 
@@ -110,27 +128,49 @@ class CoverageRecorder:
             def run(*a: Any, **k: Any) -> Any:
                 if hook is not None:
                     _real_settrace(hook)
-                self._raw_threads += trace  # threading does not count these
+                ident = threading.get_ident()
+                self._profiled.add(ident)
+                _real_setprofile(self._profile)
                 try:
-                    self._switch()
                     return function(*a, **k)
                 finally:
-                    self._raw_threads -= trace
+                    _real_setprofile(None)
+                    self._profiled.discard(ident)
 
             return real(run, args, kwargs or {})
 
         return start_new_thread
+
+    def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        """A profiled thread called (or resumed) ``frame``'s code: note it if it is hashed."""
+        if event != "call":
+            return
+        code = frame.f_code
+        keep = self._files.get(code.co_filename)
+        if keep is None:
+            name = code.co_filename
+            keep = os.path.realpath(name).startswith(self._roots) if name else False
+            self._files[code.co_filename] = keep
+        if keep:
+            context = (self._phase, self._regions.get(threading.get_ident(), ()))
+            self._ran.setdefault(context, {})[id(code)] = code
 
     def _guard(self) -> None:
         def settrace(fn: Any) -> None:
             self._check("sys.settrace", fn)
             _real_settrace(fn)
 
+        def setprofile(fn: Any) -> None:
+            if threading.get_ident() in self._profiled:
+                self._check("sys.setprofile", fn)
+            _real_setprofile(fn)
+
         def thread_settrace(fn: Any) -> None:  # typeshed: a TraceFunction or None
             self._check("threading.settrace", fn)
             _real_thread_settrace(fn)
 
         sys.settrace = settrace
+        sys.setprofile = setprofile
         threading.settrace = thread_settrace  # type: ignore[assignment]
 
     def _check(self, name: str, fn: Any) -> None:
@@ -140,4 +180,5 @@ class CoverageRecorder:
 
 
 _real_settrace = sys.settrace
+_real_setprofile = sys.setprofile
 _real_thread_settrace = threading.settrace

@@ -206,7 +206,7 @@ def _start_recorder(phase: str) -> Any:
             del os.environ["COVERAGE_PROCESS_START"]
         if cov is None:
             raise RuntimeError("coverage did not start (COVERAGE_PROCESS_START is unset)")
-        recorder = CoverageRecorder(cov, phase)
+        recorder = CoverageRecorder(cov, phase, tuple(_roots()))
     recorder.start()
     if recorder.name == "coverage":
         _ping()
