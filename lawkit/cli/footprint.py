@@ -44,12 +44,15 @@ def record(
     quiet: QuietOption = False,
     config: ConfigOption = None,
 ) -> None:
-    """Run COMMAND under coverage.py, in every Python process it starts, and write which units
-    of the hashed engine files ran, at start-up or in steps.
+    """Run COMMAND with every Python process it starts measured (sys.monitoring on Python
+    3.12+, coverage.py on 3.11), and write which units of the hashed engine files ran, at
+    start-up or in steps, and in which regions.
 
     The main process starts in the `startup` phase; `lawkit.footprint.phase("steps")` switches
-    it; every other process counts as `steps`. Exit 0 when written; 2, writing nothing, when a
-    process left no data, COMMAND failed, nothing hashed ran, or another copy of the engine ran.
+    it, and `lawkit.footprint.region(name)` (or `lawkit.capture`) marks the regions of a step;
+    every other process counts as `steps`. Exit 0 when written; 2, writing nothing, when a
+    process left no data or could not be measured, COMMAND failed, nothing hashed ran, or code
+    that is not a hashed file ran from the engine's folders.
     """
     json = wants_json(json, format)
 

@@ -47,8 +47,8 @@ def rekey(
         "--dry-run", help="Print the unified diff and write nothing.")] = False,
     require: Annotated[str | None, typer.Option(
         "--require", metavar="untouched", help="Refuse (exit 2, nothing written) unless every "
-        "file re-keyed has the footprint verdict untouched: only engine code its capture runs "
-        "never ran changed.", show_default=False)] = None,
+        "law re-keyed has the verdict untouched (only engine code its capture runs never ran, "
+        "in its region, changed), naming each law that has not.", show_default=False)] = None,
     format: FormatOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,

@@ -46,8 +46,8 @@ def review(
     json: JsonOption = False,
     quiet: QuietOption = False,
     require: Annotated[str | None, typer.Option(
-        "--require", metavar="untouched", help="A finding (exit 1) for every law file at head "
-        "whose footprint verdict is not untouched (no footprint: unknown, a finding too).",
+        "--require", metavar="untouched", help="A finding (exit 1) for every law at head "
+        "whose verdict is not untouched, naming it (no footprint: unknown, a finding too).",
         show_default=False)] = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
