@@ -75,7 +75,7 @@ def test_diff_finds_the_recorded_source_in_history_to_class_a_docstring_change(
     code, doc = _diff(repo, rev)
     assert (code, doc["verdict"]) == (1, "steps")
     assert doc["units"] == [{"path": "atom/base.py", "unit": "Base.prepare", "change": "changed",
-                             "phases": ["steps"], "regions": [], "counts_as": "steps",
+                             "phases": ["steps"], "regions": ["*"], "counts_as": "steps",
                              "layout_only": True}]
     text = lawkit("footprint", "diff", "fp.json", cwd=repo)  # the work tree, as committed
     assert text.returncode == 1
