@@ -89,3 +89,19 @@ def test_check_names_the_adoption_that_keeps_a_hand_edit(tmp_path: Path) -> None
     assert result.exit_code == 1, result.output
     assert result.stdout.splitlines()[0].endswith(
         f"or keep it: lawkit rekey --adopt --why \"...\" {LAW}")
+
+
+def test_adopt_exits_1_naming_a_stale_file_it_adopted_or_left_alone(tmp_path: Path) -> None:
+    make_workspace(tmp_path, 2, stale=True)
+    _hand_edit(tmp_path)
+    result = runner.invoke(app, ["rekey", "--adopt", "--why", "hand-tuned intercept"])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"adopted {LAW} at atom={OLD}"
+    assert lines[1].startswith("skipped laws/cell00001.yaml: nothing to adopt")
+    assert lines[2] == f"{LAW}:6: stale: names {OLD}, the engine is at {DIGEST}"
+    assert lines[3] == f"laws/cell00001.yaml:6: stale: names {OLD}, the engine is at {DIGEST}"
+    assert lines[4].startswith("adopted 1 law file (1 skipped, 2 of those with a problem")
+    # the hand edit is vouched for: only the key is left for a rekey to move
+    assert runner.invoke(app, ["rekey", "--why", "a comment"]).exit_code == 0
+    assert runner.invoke(app, ["check"]).exit_code == 0

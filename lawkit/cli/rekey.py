@@ -41,8 +41,10 @@ def rekey(
         "--from", help="Only rekey laws that name this digest; list the others as skipped.",
         show_default=False)] = None,
     adopt: Annotated[bool, typer.Option(
-        "--adopt", help="Adopt laws written before lawkit: append an adopt entry to each file "
-        "without provenance, at the digest it names, and change nothing else.")] = False,
+        "--adopt", help="Vouch for laws as they are: append an adopt entry (with --why) to each "
+        "file without provenance or whose laws were edited by hand, at the digest it names, and "
+        "change nothing else. Exit 1 while a file still names another digest than the "
+        "engine's: adopt, then rekey.")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the unified diff and write nothing.")] = False,
     require: Annotated[str | None, typer.Option(
@@ -63,7 +65,8 @@ def rekey(
     engine's work tree: untouched, startup, steps or unknown.
 
     Exit 0 when done (or nothing to do), 1 when a file already at the target has a problem
-    check reports (a body edited by hand), 2 on a refusal: then nothing at all was written.
+    check reports (a body edited by hand) or, with --adopt, a file still names another digest
+    than the engine's, 2 on a refusal: then nothing at all was written.
     """
     json = wants_json(json, format)
 

@@ -60,6 +60,10 @@ class Skip:
 
     path: str
     reason: str
+    named: str | None = field(default=None, compare=False)
+    """The digest the file names (where it was read), and its line: an adoption that skips a
+    stale file still reports it stale."""
+    key_line: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,9 @@ _Outcome = _Prepared | _Unchanged | Skip | _Refused
 
 
 class _Skipped(Exception):
-    pass
+    def __init__(self, reason: str, named: str | None = None, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.named, self.line = named, line
 
 
 class _AtTarget(Exception):
@@ -241,7 +247,7 @@ def rekey(
             except _AtTarget as at:
                 return _Unchanged(shown, at.problems)
             except _Skipped as skip:
-                return Skip(shown, str(skip))
+                return Skip(shown, str(skip), skip.named, skip.line)
             except LawkitError as exc:
                 return _Refused(exc.detail, exc.path, exc.line)
 
@@ -252,6 +258,8 @@ def rekey(
         prepared = [o for o in outcomes if isinstance(o, _Prepared)]
         if not adopt:
             report.verdicts.extend(_verdicts(ws, prepared, require))
+        else:
+            report.problems.extend(_still_stale(ws, outcomes))
         report.changed.extend(p.change for p in prepared)
         report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
         report.problems.extend(p for o in outcomes if isinstance(o, _Unchanged)
@@ -267,6 +275,20 @@ def rekey(
                 cache.put(cache.entry(p.shown, key, p.new), p.after)
             cache.save(files=None if paths else len(files))
     return report
+
+
+def _still_stale(ws: Workspace, outcomes: Sequence[_Outcome]) -> list[Problem]:
+    """Check's stale line for each file an adoption wrote or left alone that names a digest
+    other than the engine's: an adoption vouches for laws, not keys, so such a file still
+    fails check, and the run must not exit 0 (issue 23)."""
+    named = [(o.shown, o.change.from_, o.after.key_line) if isinstance(o, _Prepared) else
+             (o.path, o.named, o.key_line) for o in outcomes if isinstance(o, _Prepared | Skip)]
+    stale = [n for n in named if n[1] is not None]
+    if not stale:
+        return []
+    digest = current_digest(ws)
+    return [FileFacts(named=key, key_line=line, problems=()).problems_at(shown, digest)[0]
+            for shown, key, line in stale if key != digest]
 
 
 _File = tuple[Path, str, bytes | LawkitError, FileFacts | None]
@@ -346,7 +368,8 @@ def _prepare_adopt(path: Path, shown: str, raw: bytes, key: str, when: str, why:
     if law_file.host.provenance:
         problems = integrity_problems(law_file, key)
         if not problems:
-            raise _Skipped("nothing to adopt: its provenance explains its key and its laws")
+            raise _Skipped("nothing to adopt: its provenance explains its key and its laws",
+                           named, law_file.line("host", "key", key))
         if problems[0].kind == "unexplained":
             raise RefusalError(f"{problems[0].message}; --adopt vouches for laws as they are, "
                                "not for a key", path=shown, line=problems[0].line)
