@@ -157,3 +157,28 @@ def test_rekey_require_untouched_names_the_laws_of_every_file_it_refuses(repo: R
     assert "laws/host.yaml: --require untouched: 4 laws not untouched: sampling (sample_s) " \
         "steps, whole step (step_s) steps; in laws/plain.yaml: prefill (host_s) unknown, " \
         "decode (host_s) unknown; footprint verdict steps: " in result.stderr
+
+
+def test_check_s_fix_line_names_the_refit_with_the_verdict_and_the_laws_it_touches(
+        repo: Repo) -> None:
+    result = lawkit("check")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines() == [
+        f"laws/host.yaml:6: stale: names {OLD}, the engine is at {NEW}",
+        "fix: refit laws/host.yaml (footprint verdict steps: sampling, whole step): "
+        "lawkit fit CAPTURE... --out laws/host.yaml"]
+    document = json.loads(lawkit("check", "--json").stdout)
+    assert document["verdicts"] == {
+        "laws/host.yaml": {"verdict": "steps", "laws": ["sampling", "whole step"]}}
+
+
+def test_check_s_fix_line_is_the_rekey_when_the_change_touches_nothing_that_ran(
+        repo: Repo) -> None:
+    (repo.root / "atom/sampler.py").write_text(SAMPLER["atom/sampler.py"])
+    (repo.root / "atom/engine/step.py").write_text(
+        ENGINE["atom/engine/step.py"].replace("return batch", "return batch[:1]"))
+    result = lawkit("check")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines()[-1] == (
+        'fix: lawkit rekey --why "..." (footprint verdict untouched: no code the captured runs '
+        "executed changed)")

@@ -462,18 +462,23 @@ host:
 def test_adopt_skips_laws_that_already_have_provenance(tmp_path: Path) -> None:
     laws = _workspace(tmp_path, {"a.yaml": SMALL, "b.yaml": NO_HISTORY})
     result = runner.invoke(app, ["rekey", "--adopt", "--why", "pre-lawkit laws"])
-    assert result.exit_code == 0, result.output
+    # a.yaml is stale: an adoption moves no key, so the run does not end as if all were well
+    assert result.exit_code == 1, result.output
     assert result.stdout.splitlines() == [
         f"adopted laws/b.yaml at atom={NEW}",
         "skipped laws/a.yaml: nothing to adopt: its provenance explains its key and its laws",
-        "adopted 1 law file (1 skipped)",
+        f"laws/a.yaml:6: stale: names {OLD}, the engine is at {NEW}",
+        "adopted 1 law file (1 skipped, 1 of those with a problem lawkit check reports: see its "
+        "line above)",
     ]
     assert (laws / "a.yaml").read_text() == SMALL
 
 
 def test_adopt_keeps_the_key_a_stale_law_names_and_rekey_then_moves_it(tmp_path: Path) -> None:
     laws = _workspace(tmp_path, {"a.yaml": NO_HISTORY.replace(NEW, OLD)})
-    assert runner.invoke(app, ["rekey", "--adopt", "--why", "pre-lawkit laws"]).exit_code == 0
+    adopted = runner.invoke(app, ["rekey", "--adopt", "--why", "pre-lawkit laws"])
+    assert adopted.exit_code == 1 and adopted.stdout.splitlines()[1] == (
+        f"laws/a.yaml:3: stale: names {OLD}, the engine is at {NEW}"), adopted.output
     assert f'key: {{atom: "{OLD}"}}' in (laws / "a.yaml").read_text()
     check = runner.invoke(app, ["check"])
     assert check.exit_code == 1 and check.stdout.splitlines()[-1] == (

@@ -62,6 +62,10 @@ class CheckReport:
     digest: str
     files: list[str]
     problems: list[Problem] = field(default_factory=list)
+    verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Each stale file's footprint verdict where it names a footprint and the verdict is known
+    (DESIGN section 11), with the laws whose verdict is not untouched: what the fix line
+    recommends, a re-key or a refit."""
 
     @property
     def ok(self) -> bool:
@@ -87,7 +91,7 @@ class CheckReport:
         if any(p.fix == ADOPT_FIX for p in self.problems):
             commands.append(ADOPT_FIX)
         if stale:
-            commands.append(stale_fix(stale))
+            commands.append(stale_fix(stale, self.verdicts))
         return f"fix: {' && '.join(c for c in commands if c)}" if commands else None
 
     def text_lines(self) -> list[str]:
@@ -108,7 +112,9 @@ class CheckReport:
         """The report as the one JSON document `check --format json` prints."""
         return {"key": self.key, "digest": self.digest, "files": len(self.files), "ok": self.ok,
                 "problems": [asdict(p) for p in self.problems],
-                "fix": (self.fix_line() or "").removeprefix("fix: ") or None}
+                "fix": (self.fix_line() or "").removeprefix("fix: ") or None,
+                "verdicts": {path: {"verdict": verdict, "laws": list(laws)}
+                             for path, (verdict, laws) in self.verdicts.items()}}
 
     def json_text(self) -> str:
         """`to_json` serialised."""
@@ -179,7 +185,25 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
                                     "thing; change the labels of one or merge them"))
         else:
             first_with[file.identity] = name
-    return CheckReport(key=key, digest=digest, files=shown, problems=problems)
+    stale = {p.path for p in problems if p.kind == "stale"}
+    bound = [(name, raw) for name, (raw, _entry, _known) in zip(shown, read, strict=True)
+             if name in stale and isinstance(raw, bytes) and b"footprint" in raw]
+    return CheckReport(key=key, digest=digest, files=shown, problems=problems,
+                       verdicts=_verdicts(ws, bound) if bound else {})
+
+
+def _verdicts(ws: Workspace, files: list[tuple[str, bytes]],
+              ) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The footprint verdict of stale files that name a footprint, against the work tree, with
+    their laws that are not untouched; files whose verdict is unknown are left out."""
+    from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.trees import work_tree_sources
+    from lawkit.keying.footprints import verdicts_of
+
+    judged = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
+                         old_source=git_old_source(ws.digest))
+    return {v.path: (v.verdict, tuple(law.name for law in v.laws if law.verdict != "untouched"))
+            for v in judged if v.verdict != "unknown"}
 
 
 def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | None,

@@ -7,7 +7,7 @@ pydantic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 REKEY_FIX = 'lawkit rekey --why "..."'
 ADOPT_FIX = 'lawkit rekey --adopt --why "..."'
@@ -23,10 +23,36 @@ def stale_message(named: str, digest: str) -> str:
     return f"names {named}, the engine is at {digest}"
 
 
-def stale_fix(paths: Sequence[str]) -> str:
+def stale_fix(paths: Sequence[str],
+              verdicts: Mapping[str, tuple[str, Sequence[str]]] | None = None) -> str:
     """The fix of stale files: a re-key, which is right only when the engine change cannot
     move host time (the laws still hold), else a refit (issue 23): named with the file when
-    there is one, else for each."""
+    there is one, else for each. ``verdicts`` holds, for a file whose footprint verdict is
+    known, the verdict and the laws that are not untouched: an untouched file is re-keyed, a
+    touched one refitted, each named with its verdict."""
+    known = verdicts or {}
+    untouched = [p for p in paths if p in known and known[p][0] == "untouched"]
+    touched = [p for p in paths if p in known and p not in untouched]
+    rest = [p for p in paths if p not in known]
+    parts = []
+    if untouched:
+        named = "" if len(untouched) == len(paths) else f" {' '.join(untouched)}"
+        parts.append(f"{REKEY_FIX}{named} (footprint verdict untouched: no code the captured "
+                     "runs executed changed)")
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for path in touched:
+        verdict, laws = known[path]
+        groups.setdefault((verdict, tuple(laws)), []).append(path)
+    for (verdict, laws), files in groups.items():
+        parts.append(f"refit {' '.join(files)} (footprint verdict {verdict}: "
+                     f"{', '.join(laws)}): "
+                     + (refit_fix(files[0]) if len(files) == 1 else f"{refit_fix('FILE')}, each"))
+    if rest:
+        parts.append(_unjudged_fix(rest))
+    return " && ".join(parts)
+
+
+def _unjudged_fix(paths: Sequence[str]) -> str:
     if len(paths) == 1:
         return f"{REKEY_FIX} if the engine change cannot move host time, else refit: " \
                f"{refit_fix(paths[0])}"
