@@ -13,7 +13,8 @@ Requests:
 - `Fold`: the R factor of the (robust-)weighted rows (`solve.fold_chunk`) → `Folded`;
 - `Residuals`: the refinement pass at given coefficients (`solve.residual_pass`) →
   `solve.ResidualPass`;
-- `Select`: counts of |r| by their bits, for the exact median by radix selection → `Selected`;
+- `Select`: counts of |r| by their bits, for the exact median by radix selection, and the
+  values near the previous median → `Selected`;
 - `Sample`: a bounded sample of the rows (the rows of the `SAMPLE_ROWS` smallest hashes of their
   values, so it does not depend on how the rows are cut into chunks) → `Sampled`;
 - `Stats`: unweighted sums of the residuals at the final coefficients → `Summary`.
@@ -62,6 +63,10 @@ _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
 # tens of millions of rows: two passes per median where 12 bits took three (issue 24).
 _FIRST_DIGIT = 20
 _GATHER = 1 << 16  # candidates for the median few enough to send as values
+# The first pass of a huber step also gathers the values in the first-digit buckets around the
+# previous step's median, as many as the previous step counted there up to this: when the
+# median's bucket is among them the median is exact after one pass (issue 24), else a second.
+_NEAR = 1 << 19
 _MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
 
 
@@ -129,6 +134,9 @@ class Select:
     coef: Array
     buckets: tuple[tuple[int, int, bool], ...]
     step: Array | None = None
+    near: tuple[int, int] | None = None
+    """First-digit buckets (lowest, highest) whose values to gather as well (at most `_NEAR`
+    of them: past that, none)."""
 
 
 @dataclass(frozen=True)
@@ -187,15 +195,25 @@ class Folded:
 
 @dataclass
 class Selected:
-    """Per bucket of a `Select`: the counts by next bits, or the values; max |X step|."""
+    """Per bucket of a `Select`: the counts by next bits, or the values; max |X step|; the
+    bits of the values in the `near` buckets (None when there were more than `_NEAR`)."""
 
     found: list[Any]
     moved: float = 0.0
+    near: Any = None
 
     def merge(self, other: Selected) -> Selected:
         found = [a + b if a.dtype.kind == "i" else np.concatenate([a, b])
                  for a, b in zip(self.found, other.found, strict=True)]
-        return Selected(found, max(self.moved, other.moved))
+        return Selected(found, max(self.moved, other.moved), _joined(self.near, other.near))
+
+
+def _joined(a: Any, b: Any) -> Any:
+    """Two gathers of near values as one: None (too many) when either is, or when together they
+    pass `_NEAR`."""
+    if a is None or b is None or a.size + b.size > _NEAR:
+        return None
+    return np.concatenate([a, b])
 
 
 @dataclass
@@ -334,12 +352,18 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
             ) -> Selected:
     out = reply if reply is not None else Selected(
         [np.zeros(1 << _width(shift), dtype=np.int64) if not gather else np.zeros(0)
-         for _prefix, shift, gather in request.buckets])
+         for _prefix, shift, gather in request.buckets],
+        near=np.zeros(0, dtype=np.uint64) if request.near is not None else None)
     r = y - matvec(x, request.coef)
     if request.step is not None and y.size:
         out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
     size = np.abs(r if w is None else r[w > 0.0])
     bits = size.view(np.uint64)
+    if request.near is not None and out.near is not None:
+        low, high = request.near
+        first = bits >> np.uint64(64 - _FIRST_DIGIT)
+        # one comparison: first - low wraps around to a huge number below low
+        out.near = _joined(out.near, bits[(first - np.uint64(low)) <= np.uint64(high - low)])
     for k, (prefix, shift, gather) in enumerate(request.buckets):
         inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
         if gather:
@@ -463,11 +487,31 @@ class _Median:
     floats order as their bit patterns): each pass counts the values of the bucket holding a
     middle rank by their next bits (20, then 12), until the bucket is few enough to gather."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, previous: _Median | None = None) -> None:
         ranks = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
         # per middle rank: [prefix, shift, rank within the bucket, values in the bucket]
         self.targets = [[0, 64, rank, n] for rank in ranks]
         self.values: list[float | None] = [None] * len(ranks)
+        self.near = previous.window() if previous is not None else None
+        """The first-digit buckets whose values the first pass gathers (`Select.near`)."""
+        self._counts: Array | None = None  # the first pass's counts by first digit
+        self._digits: list[int] = []  # the first digits of the middle ranks
+
+    def window(self) -> tuple[int, int] | None:
+        """The first-digit buckets around this median worth gathering in the next step's first
+        pass: the median's, widened on both sides while this pass counted at most half of
+        `_NEAR` values in them (the scale moves little from one IRLS step to the next)."""
+        counts = self._counts
+        if counts is None or not self._digits:
+            return None
+        low, high = min(self._digits), max(self._digits)
+        total = int(counts[low : high + 1].sum())
+        while low > 0 and high < counts.size - 1 and high - low < 64:
+            wider = total + int(counts[low - 1]) + int(counts[high + 1])
+            if wider > _NEAR // 2:
+                break
+            low, high, total = low - 1, high + 1, wider
+        return (low, high) if total <= _NEAR // 2 else None
 
     def buckets(self) -> tuple[tuple[int, int, bool], ...]:
         wanted = {(t[0], t[1], t[3] <= _GATHER) for t, v in zip(self.targets, self.values,
@@ -488,6 +532,16 @@ class _Median:
             cumulative = np.cumsum(found)
             digit = int(np.searchsorted(cumulative, rank, side="right"))
             below = int(cumulative[digit - 1]) if digit else 0
+            if shift == 64:
+                self._counts = found
+                self._digits.append(digit)
+                if got.near is not None and self.near is not None \
+                        and self.near[0] <= digit <= self.near[1]:
+                    # the bucket's values were gathered with the counts: what a second pass
+                    # gathering the bucket would give
+                    inside = got.near[(got.near >> np.uint64(64 - width)) == np.uint64(digit)]
+                    self.values[k] = float(np.sort(inside.view(np.float64))[rank - below])
+                    continue
             prefix = digit if shift == 64 else (prefix << width) | digit
             target[:] = [prefix, shift - width, rank - below, int(found[digit])]
             if shift - width == 0:
@@ -520,10 +574,11 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
     scale = 0.0
     iterations = 0
     step: Array | None = None
+    median: _Median | None = None
     while iterations < robust.MAX_IRLS:
-        median = _Median(first.kept)
+        median = _Median(first.kept, median)
         asked = median.buckets()
-        got: Selected = yield Select(b, asked, step)
+        got: Selected = yield Select(b, asked, step, median.near)
         # The check that ends the previous step rides on this step's first pass.
         if step is not None and not got.moved > _MOVED * scale:
             break
