@@ -1,0 +1,61 @@
+"""Huber's exact MAD scale in fewer passes (issue 24): a step's first selection pass also
+gathers the values near the previous step's median, so the median is usually exact after one
+pass over the rows instead of two, and the fit is the same bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from lawkit.fitting import methods, runner
+
+TERMS = ("1", "a", "b")
+
+
+def _rows(n: int = 300_000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    x = np.empty((n, 3), order="F")
+    x[:, 0] = 1.0
+    x[:, 1] = rng.integers(1, 257, n)
+    x[:, 2] = rng.uniform(0.0, 1e4, n)
+    y = x @ np.array([1e-3, 2e-6, 3e-8]) + rng.standard_t(3, n) * 1e-4
+    y[rng.random(n) < 0.02] *= 5.0  # outliers
+    return x, y
+
+
+def _fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float, int]:
+    """The huber fit streamed in chunks of 40,000 rows: coefficients, scale, passes."""
+    passes = 0
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray, None]]:
+        nonlocal passes
+        passes += 1
+        for start in range(0, len(y), 40_000):
+            yield x[start:start + 40_000], y[start:start + 40_000], None
+
+    result = runner.run(methods.passes("huber", TERMS), chunks)
+    return [float(c) for c in result.coef], float(result.scale or 0.0), passes
+
+
+def test_the_median_near_the_last_one_takes_one_pass_and_changes_no_bit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _rows()
+    coef, scale, passes = _fit(x, y)
+    monkeypatch.setattr(methods, "_NEAR", 0)  # nothing gathered near: two passes a median
+    coef_two, scale_two, passes_two = _fit(x, y)
+    assert (coef, scale) == (coef_two, scale_two)
+    steps = passes_two - passes
+    assert steps >= 5 and passes < passes_two * 0.8, (passes, passes_two)
+
+
+def test_too_many_values_near_the_last_median_fall_back_to_a_second_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _rows()
+    exact = _fit(x, y)
+    # gathers that outgrow the bound are dropped: every median takes its second pass again
+    monkeypatch.setattr(methods, "_NEAR", 64)
+    monkeypatch.setattr(methods._Median, "window", lambda self: (0, (1 << 20) - 1))
+    coef, scale, passes = _fit(x, y)
+    assert (coef, scale) == exact[:2] and passes > exact[2]
