@@ -64,7 +64,6 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     out = Path(request.out)
     out_shown = ws.rel(out)
     existing = load_existing(out, out_shown, ws)
-    existing = load_existing(out, out_shown, ws)
     specs = plan_specs(request, existing)
     found = captures.find_captures(request.captures, shown=ws.rel)
     spec = column_spec(specs, request, ws)
