@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import io
+import re
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from lawkit.cli import app
 from lawkit.config import Workspace, load_workspace
 from lawkit.errors import CaptureError, FitError
 from lawkit.fitting import captures, methods, progress, source, spill
@@ -184,6 +187,68 @@ def test_a_disk_that_fills_while_spilling_is_a_clear_error_and_leaves_no_spill(
     message = str(caught.value)
     assert message.startswith(f"cannot spill the parsed captures to {temp} (the disk filled")
     assert "set TMPDIR to a folder with room" in message
+    assert list(temp.iterdir()) == []
+    assert not list((tmp_path / "laws").iterdir())
+
+
+class _FullOnFlush(io.BufferedRandom):
+    """A file on a disk that fills with the bytes still in its buffer: its flush fails, and so
+    does its close (which flushes, then closes the descriptor all the same)."""
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _full_on_flush(monkeypatch: pytest.MonkeyPatch, which: int) -> None:
+    """The `which`-th spill file opened (0: the columns, 1: the first law's design) is on a
+    disk that fills with its last buffered bytes."""
+    opened: list[int] = []
+
+    def opening(fd: int, mode: str) -> io.BufferedRandom:
+        opened.append(fd)
+        kind = _FullOnFlush if len(opened) == which + 1 else io.BufferedRandom
+        return kind(io.FileIO(fd, "r+"))
+
+    monkeypatch.setattr(spill, "open", opening, raising=False)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["columns", "design"])
+def test_a_disk_that_fills_with_the_last_buffered_bytes_is_a_clear_error_and_leaves_no_spill(
+        tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch, which: int) -> None:
+    ws = _workspace(tmp_path)
+    _full_on_flush(monkeypatch, which)
+    with pytest.raises(FitError) as caught:
+        fit_laws(_request(tmp_path, "huber"), ws)
+    message = str(caught.value)
+    # the figure counts every spill file of the fit, the columns' too when the design's fills
+    spilled = re.search(rf"cannot spill the parsed captures to {re.escape(str(temp))} \(the "
+                        r"disk filled; this fit had spilled (\d+\.\d) MiB there\)", message)
+    assert spilled is not None, message
+    assert float(spilled[1]) > 0
+    assert list(temp.iterdir()) == []
+    assert not list((tmp_path / "laws").iterdir())
+
+
+def test_a_spill_whose_close_meets_a_full_disk_is_still_removed(
+        temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _full_on_flush(monkeypatch, 0)
+    with spill.DesignSpill.create() as designs:
+        designs.write(np.ones((3, 2)), np.ones(3), None)
+        assert len(list(temp.iterdir())) == 1
+    assert list(temp.iterdir()) == []
+
+
+def test_the_cli_says_a_full_disk_at_the_last_buffered_bytes_in_one_line_and_exits_2(
+        tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _workspace(tmp_path)
+    _full_on_flush(monkeypatch, 0)
+    monkeypatch.setenv("LAWKIT_IN_MEMORY_BYTES", "0")
+    result = CliRunner().invoke(app, ["fit", "caps", "--formula", "host_s ~ 1 + num_seqs",
+                                      "--out", "laws/h.yaml"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("lawkit: error: law host_s: cannot spill the parsed "
+                                    f"captures to {temp} (the disk filled")
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert list(temp.iterdir()) == []
     assert not list((tmp_path / "laws").iterdir())
 

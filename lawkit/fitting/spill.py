@@ -51,6 +51,8 @@ _CODES = np.dtype(np.int32)
 _EMPTY = "\x00empty:"
 """The prefix of a block's column holding another column's empty cells (a region the step did
 not enter, DESIGN.md section 7), stored only where a chunk has such cells."""
+_open: set[Path] = set()
+"""This process's spill files, until removed."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ class Spill:
                     self._file.write(memoryview(encoded[name][0]).cast("B"))
                     at += encoded[name][0].nbytes
         except OSError as exc:
-            raise _no_room(exc, str(self.path.parent), self._size + at) from None
+            raise _no_room(exc, str(self.path.parent)) from None
         self._blocks.append(_Block(first.file_index, first.start, size, first.digest,
                                    self._size, at, tuple(columns)))
         self._size += at
@@ -193,7 +195,7 @@ class Spill:
         until the next one is asked for)."""
         assert self._file is not None
         self.flush()
-        self._file.flush()
+        _flush(self._file, self.path)
         biggest = max((b.nbytes for b in self._blocks), default=0)
         buffer = bytearray(biggest)
         view = memoryview(buffer)
@@ -264,13 +266,13 @@ class DesignSpill:
                 self._file.write(memoryview(part).cast("B"))
                 self._size += part.nbytes
         except OSError as exc:
-            raise _no_room(exc, str(self.path.parent), self._size) from None
+            raise _no_room(exc, str(self.path.parent)) from None
         self._pieces.append((start, rows, cols, w is not None))
 
     def pieces(self) -> Iterator[tuple[Any, Any, Any]]:
         """Every piece in order, read into one buffer (valid until the next is asked for)."""
         assert self._file is not None
-        self._file.flush()
+        _flush(self._file, self.path)
         sizes = [rows * (cols + 1 + weighted) * 8 for _, rows, cols, weighted in self._pieces]
         buffer = bytearray(max(sizes, default=0))
         view = memoryview(buffer)
@@ -300,15 +302,31 @@ def _temp_file() -> tuple[Path, io.BufferedRandom]:
         handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
                                         dir=folder)
     except OSError as exc:
-        raise _no_room(exc, folder, 0) from None
+        raise _no_room(exc, folder) from None
+    _open.add(Path(name))
     return Path(name), open(handle, "w+b")  # closed by its owner's remove
 
 
+def _flush(file: io.BufferedRandom, path: Path) -> None:
+    """Write the file's buffered bytes before it is read: the last of the spill, where a disk
+    that fills may fill."""
+    try:
+        file.flush()
+    except OSError as exc:
+        raise _no_room(exc, str(path.parent)) from None
+
+
 def _remove(path: Path, file: io.BufferedRandom | None) -> None:
-    if file is not None:
-        file.close()
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    """Close and delete a spill file; a close that fails (its buffered bytes meeting a full
+    disk) still closes the descriptor, and those bytes were going to be deleted anyway."""
+    try:
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        _open.discard(path)
 
 
 def _key(value: Any) -> Any:
@@ -342,6 +360,15 @@ def remove_stale(folder: Path) -> list[Path]:
     return removed
 
 
+def _spilled() -> int:
+    """The bytes this process's spill files hold on disk (the columns and a law's design)."""
+    total = 0
+    for path in list(_open):
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -352,9 +379,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _no_room(exc: OSError, folder: str, written: int) -> FitError:
+def _no_room(exc: OSError, folder: str) -> FitError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"the disk filled after {written / 2**20:.0f} MiB"
+        what = f"the disk filled; this fit had spilled {_spilled() / 2**20:.1f} MiB there"
     else:
         what = exc.strerror or str(exc)
     return FitError(f"cannot spill the parsed captures to {folder} ({what}): a streamed fit "
