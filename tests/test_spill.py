@@ -66,11 +66,19 @@ def _without_spill(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source.Source, "first_pass", source.Source.chunks)
 
 
+def _temp_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TMPDIR names `folder` (and tempfile's own default is the system's again)."""
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.delenv("TEMP", raising=False)
+    monkeypatch.delenv("TMP", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+
 @pytest.fixture
 def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "tmp"
     folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    _temp_in(folder, monkeypatch)
     return folder
 
 
@@ -222,9 +230,10 @@ def test_a_disk_that_fills_with_the_last_buffered_bytes_is_a_clear_error_and_lea
     message = str(caught.value)
     # the figure counts every spill file of the fit, the columns' too when the design's fills
     spilled = re.search(rf"cannot spill the parsed captures to {re.escape(str(temp))} \(the "
-                        r"disk filled; this fit had spilled (\d+\.\d) MiB there\)", message)
+                        r"disk filled; this fit had spilled (\d+) KiB there\)", message)
     assert spilled is not None, message
-    assert float(spilled[1]) > 0
+    columns = sum(f.stat().st_size for f in (tmp_path / "caps").iterdir()) // 1024
+    assert int(spilled[1]) >= (columns // 3 if which else 1), message
     assert list(temp.iterdir()) == []
     assert not list((tmp_path / "laws").iterdir())
 
@@ -253,6 +262,28 @@ def test_the_cli_says_a_full_disk_at_the_last_buffered_bytes_in_one_line_and_exi
     assert not list((tmp_path / "laws").iterdir())
 
 
+@pytest.mark.parametrize("make", ["missing", "a file"])
+def test_a_tmpdir_that_cannot_take_the_spill_is_an_error_naming_it_never_another_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: str) -> None:
+    ws = _workspace(tmp_path)
+    named = tmp_path / "scratch"
+    if make == "a file":
+        named.write_text("")
+    # tempfile.gettempdir() would fall back to /tmp in silence: a full or missing TMPDIR
+    # would never be named, and its leftovers never removed
+    _temp_in(named, monkeypatch)
+    assert spill.temp_folder() == named
+    with pytest.raises(FitError) as caught:
+        fit_laws(_request(tmp_path, "ols"), ws)
+    assert str(caught.value).startswith(f"cannot spill the parsed captures to {named} (")
+    assert str(caught.value).endswith("create it, or set TMPDIR to a folder you can write to")
+    assert not list((tmp_path / "laws").iterdir())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TMPDIR", "")  # empty: not set
+    monkeypatch.setenv("TEMP", "scratch")  # relative: to the working folder, as tempfile does
+    assert spill.temp_folder() == named
+
+
 def test_small_chunks_of_a_file_are_spilled_as_larger_blocks_with_the_same_fit_and_errors(
         tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _workspace(tmp_path)
@@ -275,7 +306,7 @@ def test_small_chunks_of_a_file_are_spilled_as_larger_blocks_with_the_same_fit_a
     for name, coef in _coefficients(text).items():
         np.testing.assert_allclose(_coefficients(spilled)[name], coef, rtol=1e-9, atol=0)
     monkeypatch.undo()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    _temp_in(temp, monkeypatch)
     frame = pd.read_parquet(tmp_path / "caps" / "b.parquet")
     frame.loc[frame.index[420], "host_s"] = -1.0  # row 421, in the third block of b
     frame.to_parquet(tmp_path / "caps" / "b.parquet", row_group_size=50)

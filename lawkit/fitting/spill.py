@@ -13,10 +13,11 @@ later pass reads the spill back block by block into one reused buffer with `read
 mmap's touched pages would count as the process's resident memory, a read into one buffer
 holds one block.
 
-The file lives in the system temp folder (`tempfile.gettempdir()`, TMPDIR), never beside the
-laws, named `lawkit-spill-<pid>-*.bin`; it is removed when the fit ends, on error too, and a
-spill left by a killed fit (its process gone) is removed by the next fit's start. A disk that
-fills while spilling is a FitError naming the folder and TMPDIR.
+The file lives in the temp folder (`temp_folder`: the one TMPDIR names, never another in its
+place, else the system's), never beside the laws, named `lawkit-spill-<pid>-*.bin`; it is
+removed when the fit ends, on error too, and a spill left by a killed fit (its process gone)
+is removed by the next fit's start. A folder that cannot take the spill (missing, read-only,
+full) is a FitError naming it and TMPDIR.
 
 A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
 X in column order, y and the weights, piece by piece as the first pass cut them), and every
@@ -117,7 +118,7 @@ class Spill:
     def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
                chunk_rows: int) -> Spill:
         """A new, empty spill in the temp folder (stale spills of killed fits removed first)."""
-        remove_stale(Path(tempfile.gettempdir()))
+        remove_stale(temp_folder())
         path, file = _temp_file()
         return cls(path, found, spec, chunk_rows, file)
 
@@ -295,9 +296,24 @@ class DesignSpill:
         self._file = None
 
 
+def temp_folder() -> Path:
+    """The folder spills go to: the one TMPDIR (else TEMP, else TMP) names when set, whether
+    or not it can take a file, else the system's (`tempfile.gettempdir()`).
+
+    `tempfile.gettempdir()` tries the folder TMPDIR names and, when it cannot write a file
+    there (missing, read-only, full), falls back in silence to /tmp: a spill there would miss
+    the disk the user chose, fill another, and leave its leftovers where no next fit looks. A
+    folder the user named that cannot take the spill is an error naming it instead."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value:
+            return Path(os.path.abspath(value))
+    return Path(tempfile.gettempdir())
+
+
 def _temp_file() -> tuple[Path, io.BufferedRandom]:
     """A new spill file in the temp folder, open for writing and reading."""
-    folder = tempfile.gettempdir()
+    folder = str(temp_folder())
     try:
         handle, name = tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=".bin",
                                         dir=folder)
@@ -369,6 +385,10 @@ def _spilled() -> int:
     return total
 
 
+def _amount(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{max(size // 1024, 1)} KiB"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -381,12 +401,16 @@ def _alive(pid: int) -> bool:
 
 def _no_room(exc: OSError, folder: str) -> FitError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = f"the disk filled; this fit had spilled {_spilled() / 2**20:.1f} MiB there"
+        spilled = _spilled()
+        what = "the disk filled" + (
+            f"; this fit had spilled {_amount(spilled)} there" if spilled else "")
+        fix = "free space there, or set TMPDIR to a folder with room"
     else:
         what = exc.strerror or str(exc)
+        fix = "create it, or set TMPDIR to a folder you can write to"
     return FitError(f"cannot spill the parsed captures to {folder} ({what}): a streamed fit "
-                    "keeps its columns there between passes (about 8 bytes a value); free "
-                    "space there, or set TMPDIR to a folder with room")
+                    f"keeps its columns there between passes (about 8 bytes a value); {fix}")
 
 
-__all__ = ["BLOCK_ROWS", "PREFIX", "DesignSpill", "Spill", "SpilledChunk", "remove_stale"]
+__all__ = ["BLOCK_ROWS", "PREFIX", "DesignSpill", "Spill", "SpilledChunk", "remove_stale",
+           "temp_folder"]
