@@ -158,8 +158,9 @@ def test_a_bad_value_met_on_a_pass_from_the_spill_is_quoted_as_the_file_holds_it
     assert list(temp.iterdir()) == []
 
 
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "in memory"])
 def test_a_spill_left_by_a_killed_fit_is_removed_by_the_next_fit(
-        tmp_path: Path, temp: Path) -> None:
+        tmp_path: Path, temp: Path, streamed: bool) -> None:
     ws = _workspace(tmp_path)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
@@ -169,8 +170,16 @@ def test_a_spill_left_by_a_killed_fit_is_removed_by_the_next_fit(
     running.write_bytes(b"\0")
     other = temp / "notes.bin"
     other.write_bytes(b"")
-    fit_laws(_request(tmp_path, "ols"), ws)
-    assert sorted(p.name for p in temp.iterdir()) == ["lawkit-spill-1-x2.bin", "notes.bin"]
+    report = fit_laws(_request(tmp_path, "ols", chunk_rows=CHUNK if streamed else None), ws)
+    assert report.laws and sorted(p.name for p in temp.iterdir()) == [
+        "lawkit-spill-1-x2.bin", "notes.bin"]
+
+
+def test_an_in_memory_fit_needs_no_temp_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path)
+    _temp_in(tmp_path / "missing", monkeypatch)
+    assert len(fit_laws(_request(tmp_path, "ols", chunk_rows=None), ws).laws) == 6
 
 
 class _FullDisk(io.BufferedRandom):

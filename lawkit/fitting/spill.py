@@ -16,8 +16,8 @@ holds one block.
 The file lives in the temp folder (`temp_folder`: the one TMPDIR names, never another in its
 place, else the system's), never beside the laws, named `lawkit-spill-<pid>-*.bin`; it is
 removed when the fit ends, on error too, and a spill left by a killed fit (its process gone)
-is removed by the next fit's start. A folder that cannot take the spill (missing, read-only,
-full) is a FitError naming it and TMPDIR.
+is removed by the next fit's start (`remove_stale`, any fit's, in memory too). A folder that
+cannot take the spill (missing, read-only, full) is a FitError naming it and TMPDIR.
 
 A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
 X in column order, y and the weights, piece by piece as the first pass cut them), and every
@@ -117,8 +117,7 @@ class Spill:
     @classmethod
     def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
                chunk_rows: int) -> Spill:
-        """A new, empty spill in the temp folder (stale spills of killed fits removed first)."""
-        remove_stale(temp_folder())
+        """A new, empty spill in the temp folder."""
         path, file = _temp_file()
         return cls(path, found, spec, chunk_rows, file)
 
