@@ -38,7 +38,7 @@ from lawkit.fitting.provenance import provenance_path, resolve_digest, timestamp
 from lawkit.fitting.report import FitReport, FittedLaw
 from lawkit.fitting.request import FitRequest, LawSpec, Runner
 from lawkit.fitting.rows import Split
-from lawkit.fitting.spill import remove_stale, temp_folder
+from lawkit.fitting.spill import remove_stale, removed_on_sigterm, temp_folder
 from lawkit.lawfiles import lawfile
 
 
@@ -60,10 +60,16 @@ def write_fit(report: FitReport, ws: Workspace) -> None:
 
 
 def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
-    """Read the captures and fit every law of the request; writes nothing."""
+    """Read the captures and fit every law of the request; writes nothing. SIGTERM during the
+    fit removes its spill before the process ends."""
     # every fit's start, in memory too: a streamed one only would leave a killed fit's spill
     # for as long as the captures fit in memory (one listing of the folder)
     remove_stale(temp_folder())
+    with removed_on_sigterm():
+        return _fit_laws(request, ws)
+
+
+def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     check_request(request, ws)
     out = Path(request.out)
     out_shown = ws.rel(out)

@@ -16,8 +16,9 @@ holds one block.
 The file lives in the temp folder (`temp_folder`: the one TMPDIR names, never another in its
 place, else the system's), never beside the laws, named `lawkit-spill-<pid>-*.bin`; it is
 removed when the fit ends, on error too, and a spill left by a killed fit (its process gone)
-is removed by the next fit's start (`remove_stale`, any fit's, in memory too). A folder that
-cannot take the spill (missing, read-only, full) is a FitError naming it and TMPDIR.
+is removed by the next fit's start (`remove_stale`, any fit's, in memory too). SIGTERM during
+a fit removes it before the process ends (`removed_on_sigterm`). A folder that cannot take the
+spill (missing, read-only, full) is a FitError naming it and TMPDIR.
 
 A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
 X in column order, y and the weights, piece by piece as the first pass cut them), and every
@@ -34,10 +35,13 @@ import contextlib
 import errno
 import io
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -375,6 +379,56 @@ def remove_stale(folder: Path) -> list[Path]:
     return removed
 
 
+class _Terminated(BaseException):
+    """SIGTERM during a fit: unwinds it, so that every `with` closes (the spill, the progress
+    bar, a Dask cluster), before the process ends as SIGTERM would have ended it."""
+
+
+@contextlib.contextmanager
+def removed_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM first removes this process's spills, then does what it did
+    before: ends the process (status 143 in a shell: killed by SIGTERM), or calls the handler
+    the program had installed. Only in the main thread, where Python runs signal handlers; the
+    handler found is back after the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is None or previous == signal.SIG_IGN:
+        yield  # set outside Python (it could not be put back) or ignored: left alone
+        return
+    caught: list[int] = []
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        _remove_own()  # first: whatever the unwinding meets, the files are gone
+        if callable(previous):
+            previous(signum, frame)  # the program's own: it decides (the open files still work)
+            return
+        if not caught:
+            caught.append(signum)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+            raise _Terminated
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        # whatever ends the block once SIGTERM came (_Terminated, or another error raised while
+        # unwinding, or nothing when a library swallowed it), the process ends now
+        signal.signal(signal.SIGTERM, previous)
+        if caught:
+            _remove_own()
+            signal.raise_signal(signal.SIGTERM)  # the default action: the process ends here
+            raise SystemExit(128 + signal.SIGTERM)  # not reached
+
+
+def _remove_own() -> None:
+    """Delete this process's spill files (their open descriptors keep working)."""
+    for path in list(_open):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def _spilled() -> int:
     """The bytes this process's spill files hold on disk (the columns and a law's design)."""
     total = 0
@@ -412,4 +466,4 @@ def _no_room(exc: OSError, folder: str) -> FitError:
 
 
 __all__ = ["BLOCK_ROWS", "PREFIX", "DesignSpill", "Spill", "SpilledChunk", "remove_stale",
-           "temp_folder"]
+           "removed_on_sigterm", "temp_folder"]
