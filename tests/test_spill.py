@@ -335,6 +335,7 @@ class _Terminal(io.StringIO):
 def test_a_streamed_fit_shows_each_pass_of_each_law_on_a_terminal_unless_quiet(
         tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _workspace(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")  # room for every column of the bar
     drawn: list[str] = []
     start = progress.PassBar.start
 
@@ -356,6 +357,23 @@ def test_a_streamed_fit_shows_each_pass_of_each_law_on_a_terminal_unless_quiet(
     made = drawn.index("law 2 of 6, host_s[decode,2] (huber): pass 1 of about "
                        f"{sum(d.startswith('law 1 of 6') for d in drawn)}")
     assert made > 2 and "pass" in stderr.getvalue()
+    assert "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 40" in stderr.getvalue()
+
+
+def test_the_bars_draw_names_with_brackets_as_they_are_not_as_rich_markup(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    stderr = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    with progress.PassBar() as bar:
+        bar.law("law 1 of 2, host_s[decode]", "ols", 3)
+        bar.start(100)
+        bar.advance(50)
+    with progress.progress(100, min_total=0) as advance:
+        advance(10, "caps/[bold]host_s[decode].csv")
+    drawn = stderr.getvalue()
+    assert "law 1 of 2, host_s[decode] (ols): pass 1 of about 3" in drawn
+    assert "reading captures: caps/[bold]host_s[decode].csv" in drawn
 
 
 def test_drop_invalid_drops_and_counts_the_same_rows_from_the_spill_as_from_the_text(

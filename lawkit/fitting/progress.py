@@ -8,7 +8,8 @@
 The bar (rich) appears only when stderr is a terminal, `quiet` is false and the total is large
 enough to be worth watching (`min_total`, 32 MiB by default); otherwise `advance` does nothing
 and rich is not even imported. The bar is transient: it leaves nothing behind in the terminal,
-and stdout (where `--json` writes) is never touched.
+and stdout (where `--json` writes) is never touched. A description is shown as plain text, never
+read as rich markup: a file or `--by` group named `host_s[decode]` would lose its `[decode]`.
 
 A streamed fit shows `PassBar`: one bar per pass over the rows, saying which law, which pass
 of how many and, for the rows of that pass, the time left. How many passes an iterative
@@ -59,7 +60,7 @@ def progress(total: int, *, quiet: bool = False, description: str = "reading cap
         TransferSpeedColumn,
     )
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+    bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                    TransferSpeedColumn(), TimeRemainingColumn(),
                    console=Console(file=sys.stderr), transient=True)
     with bar:
@@ -100,7 +101,7 @@ class PassBar:
                 TimeRemainingColumn,
             )
 
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+            self._bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("rows"),
                                  TimeRemainingColumn(), TimeElapsedColumn(),
                                  console=Console(file=sys.stderr), transient=True)
