@@ -120,3 +120,34 @@ def test_phase_is_a_no_op_outside_a_recording() -> None:
     lawkit.footprint.phase("steps")
     with pytest.raises(ValueError, match="phase must be one of"):
         lawkit.footprint.phase("warmup")
+
+
+def test_a_worker_whose_sigterm_is_taken_by_another_thread_still_ends(engine: Path) -> None:
+    # The recorder saves on SIGTERM with a Python handler, which CPython runs in the main thread
+    # between bytecodes. A SIGTERM that another thread's C handler takes (or one that lands just
+    # before the main thread blocks) leaves a main thread waiting on a lock for ever: a pool
+    # worker idle on its queue's lock never ended, and Pool.terminate() hung in join.
+    (engine / "term.py").write_text(
+        "import multiprocessing, signal, sys, threading, time\n"
+        "from atom.worker import work\n"
+        "def child(lock):\n"
+        "    work(2)\n"
+        "    def poke():\n"
+        "        time.sleep(0.2)\n"
+        "        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)\n"
+        "    threading.Thread(target=poke, daemon=True).start()\n"
+        "    lock.acquire()  # never released: only SIGTERM ends this process\n"
+        "if __name__ == '__main__':\n"
+        "    context = multiprocessing.get_context('fork')\n"
+        "    lock = context.Semaphore(0)\n"
+        "    worker = context.Process(target=child, args=(lock,))\n"
+        "    worker.start()\n"
+        "    worker.join(20)\n"
+        "    if worker.exitcode is None:\n"
+        "        worker.kill()\n"
+        "        sys.exit('the worker did not end on SIGTERM')\n"
+        "    assert worker.exitcode == -signal.SIGTERM, worker.exitcode\n")
+    result = _record(engine, PY, "term.py")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    assert doc["files"]["atom/worker.py"]["units"]["work"]["phases"] == ["steps"]

@@ -22,6 +22,8 @@ import os
 import secrets
 import signal
 import sys
+import threading
+import time
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -43,6 +45,10 @@ _loaded_modules: Any = None  # lawkit.footprint.loaded.loaded_modules
 _recorder: Any = None
 _children: Any = None
 _saving = False
+_wakeup: tuple[int, int] | None = None  # the pipe SIGTERM's arrival is written to
+KICK_S = 0.05
+"""How long the watch waits for the main thread to run the SIGTERM handler before it signals
+that thread again (`_watch_sigterm`)."""
 
 
 def _ping() -> int:
@@ -149,9 +155,67 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def _take_sigterm() -> None:
     """Save on SIGTERM with this hook's handler (coverage's would chain, in a forked child, to
-    the parent's instance, and it does not hold off a second SIGTERM)."""
+    the parent's instance, and it does not hold off a second SIGTERM), watched so that it runs
+    (`_watch_sigterm`)."""
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
         signal.signal(signal.SIGTERM, _on_sigterm)
+        _watch_sigterm()
+
+
+def _watch_sigterm() -> None:
+    """Make sure the SIGTERM handler runs once a SIGTERM has come.
+
+    CPython runs a Python signal handler in the main thread, between bytecodes. A SIGTERM that
+    another thread's C handler takes, or that lands just before the main thread blocks, is not
+    seen by a main thread waiting on a lock that does not wake for a signal already handled (a
+    pool worker idle on its queue's lock: `sem_wait`); with the handler in place the process
+    then never ends, and ``Pool.terminate()`` waits for it for ever. The C handler writes the
+    signal's number to the wakeup fd whichever thread takes it: a daemon thread reading it
+    signals the main thread again until the handler runs (and saves, then ends the process).
+    A program that sets its own wakeup fd (asyncio's signal handlers) replaces this watch.
+    """
+    global _wakeup
+    previous = _wakeup
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        old = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        os.close(read), os.close(write)
+        return
+    if previous is not None:  # a forked child: the parent's pipe is the parent's
+        os.close(previous[0]), os.close(previous[1])
+    if old not in (-1, previous[1] if previous is not None else -1):
+        signal.set_wakeup_fd(old)  # the program's own: leave it be
+        os.close(read), os.close(write)
+        _wakeup = None
+        return
+    _wakeup = read, write
+    main = threading.get_ident()
+    threading.Thread(target=_kick_on_sigterm, args=(read, main), name="lawkit-sigterm",
+                     daemon=True).start()
+
+
+def _kick_on_sigterm(read: int, main: int) -> None:
+    while True:
+        try:
+            got = os.read(read, 64)
+        except OSError:
+            return
+        if not got:
+            return
+        if signal.SIGTERM not in got:
+            continue
+        # The handler is the main thread's to run: give it a moment, then signal that thread
+        # again (a signal to the thread interrupts its wait), until it has started saving.
+        while not _saving and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            time.sleep(KICK_S)
+            if _saving or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+                break
+            try:
+                signal.pthread_kill(main, signal.SIGTERM)
+            except (OSError, ValueError):
+                return
 
 
 _mask_before_fork: set[int | signal.Signals] = set()
