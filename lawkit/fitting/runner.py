@@ -1,17 +1,14 @@
 """The local runner: a method's passes (`lawkit.fitting.methods`) answered in this process.
 
 `run` answers every request by one pass over ``chunks()`` (a fresh iterator over the same rows
-each time: chunks read again from the spill or the capture files, so memory does not grow with
-the rows); `run_arrays` over rows in memory. Both split the rows across threads (numpy and
-LAPACK release the GIL): each thread folds its share of every chunk into a reply of its own,
-and the replies merge in order at the end of the pass, the same mergeable replies as a
-distributed fit, so the result does not depend on which thread ran first.
+each time: chunks read again from the capture files, so memory does not grow with the rows);
+`run_arrays` over rows in memory, split across threads (numpy and LAPACK release the GIL) and
+merged in order, the same mergeable replies as a streamed or distributed fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from numpy.typing import ArrayLike
@@ -36,29 +33,15 @@ def drive(steps: methods.Steps, answer_all: Callable[[methods.Request], Any]) ->
 
 
 def run(steps: methods.Steps, chunks: Callable[[], Iterable[Chunk]]) -> solve.FitResult:
-    """The fit, every pass one read of ``chunks()``, each chunk's rows split across threads."""
-    workers = solve.workers_for(solve.PARALLEL_ROWS)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    """The fit, every pass one read of ``chunks()``."""
 
-        def answer_all(request: methods.Request) -> Any:
-            replies: list[Any] = [None] * workers
-            for x, y, w in chunks():
-                ranges = solve.split_rows(y.shape[0], solve.workers_for(y.shape[0]))
+    def answer_all(request: methods.Request) -> Any:
+        reply = None
+        for x, y, w in chunks():
+            reply = methods.answer(request, reply, x, y, w)
+        return reply
 
-                def one(k: int) -> Any:
-                    a, c = ranges[k]
-                    return methods.answer(request, replies[k], x[a:c], y[a:c],
-                                          None if w is None else w[a:c])
-
-                # every share of this chunk answered before the next chunk is read into the
-                # buffer these rows are views of
-                replies[: len(ranges)] = pool.map(one, range(len(ranges)))
-            out = replies[0]
-            for other in replies[1:]:
-                out = methods.merge(out, other)
-            return out
-
-        return drive(steps, answer_all)
+    return drive(steps, answer_all)
 
 
 def run_arrays(steps: methods.Steps, x: Array, y: Array, w: Array | None) -> solve.FitResult:

@@ -59,8 +59,7 @@ MAX_VALUE = 1e150  # beyond this, squares and Dekker splits overflow
 _SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp splitting into two 26-bit halves (Dekker 1971)
 _BLOCK = 16384  # rows per block: a block's temporaries stay in L2/L3 cache
 _MAX_PASSES = 5
-PARALLEL_ROWS = 262144
-"""Rows below which a pass runs on one thread: threads cost more than they save."""
+_PARALLEL_ROWS = 262144  # below this, threads cost more than they save
 
 
 @dataclass(frozen=True)
@@ -735,7 +734,7 @@ def _statistics(state: PartialFit, b: Array, ssr: float, acc: ResidualPass, rs: 
 
 def workers_for(n: int) -> int:
     """Threads for a pass over n rows in memory."""
-    return max(1, min(os.cpu_count() or 1, 8)) if n >= PARALLEL_ROWS else 1
+    return max(1, min(os.cpu_count() or 1, 8)) if n >= _PARALLEL_ROWS else 1
 
 
 def split_rows(n: int, parts: int) -> list[tuple[int, int]]:
