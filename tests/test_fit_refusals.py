@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from lawkit.cli import app
@@ -59,6 +60,16 @@ def test_cv_whose_every_fold_fails_is_refused_instead_of_storing_zero_folds(
     assert output.endswith("with no fold scored there is no cross-validation to store: choose "
                            "another --cv, or drop it\n")
     assert list((root / "laws").iterdir()) == []
+
+
+def test_cv_with_more_folds_than_rows_says_how_many_held_no_row(tmp_path: Path) -> None:
+    root = _workspace(tmp_path, [8.0, 16.0, 32.0])  # 12 rows
+    code, output = _fit(root, "--formula", "sampler_s ~ 1", "--out", str(root / "laws/s.yaml"),
+                        "--cv", "20")
+    assert code == 0, output
+    cv = yaml.safe_load((root / "laws/s.yaml").read_text())["host"]["laws"][0]["fit"]["cv"]
+    assert cv["folds"] + cv["empty"] == 20 and cv["folds"] <= 12, cv
+    assert f"empty={cv['empty']}" in output
 
 
 @pytest.mark.skipif(os.name != "posix", reason="argv bytes arrive as surrogates on POSIX")

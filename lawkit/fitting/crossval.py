@@ -10,7 +10,8 @@ of one K chosen with the test rows in view.
 
 The law stores `fit.cv`: `{column: COL | split: files|random, seed: S; folds, mape,
 worst_mape}` with `mape` pooled over every held-out row (each row is held out once) and
-`worst_mape` the worst fold's; `failed` counts folds whose training rows could not be fitted.
+`worst_mape` the worst fold's; `failed` counts folds whose training rows could not be fitted,
+`empty` folds that held out no row to score (more folds than the law has rows).
 A law whose rows hold one value of COL (nothing to leave out), or whose every fold failed, is
 an error: a `fit.cv` of no fold would read as a score.
 """
@@ -99,7 +100,7 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             raise FitError(f"law {law.name}: --cv {parsed}: its rows hold one value of {parsed}"
                            f"{held}: leaving it out leaves no rows to fit; cross-validate by "
                            f"folds (--cv 5), or by a column with several values")
-        n_total = used = failed = 0
+        n_total = used = failed = empty = 0
         ape = worst = 0.0
         first: str | None = None
         for fold in plan:
@@ -112,6 +113,7 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             hold = fitted.law["fit"].get("holdout", {})
             n = int(hold.get("n", 0))
             if not n or "mape" not in hold:
+                empty += 1
                 continue
             used += 1
             n_total += n
@@ -128,6 +130,8 @@ def cross_validate(runner: Runner, laws: Sequence[LawSpec], request: FitRequest,
             entry["worst_mape"] = worst
         if failed:
             entry["failed"] = failed
+        if empty:
+            entry["empty"] = empty
         out[law.name] = entry
     return out
 
@@ -157,9 +161,8 @@ def describe_cv(cv: dict[str, Any]) -> str:
     parts = [f"cv {cv['folds']} folds ({how})"]
     if "mape" in cv:
         parts.append(f"mape={cv['mape']:.6g} worst_mape={cv['worst_mape']:.6g}")
-    if cv.get("failed"):
-        parts.append(f"failed={cv['failed']}")
-    return ": ".join(parts[:2]) + (f" {parts[2]}" if len(parts) > 2 else "")
+    extra = [f"{key}={cv[key]}" for key in ("failed", "empty") if cv.get(key)]
+    return ": ".join(parts) + (f" {' '.join(extra)}" if extra else "")
 
 
 __all__ = ["Fold", "cross_validate", "cv_column", "describe_cv", "parse_cv"]
