@@ -4,11 +4,14 @@ commands it starts (``subprocess.Popen``, ``os.posix_spawn``, ``os.exec*``, ``os
 run) on to the recorder, so that the process pays for one audit hook.
 
 A child is Python when its executable is a Python interpreter (``python``, ``python3.12``,
-``pypy3``, or this process's own), directly or as the command of a shell (``sh -c``,
-``os.system``). A Python child started with an environment that lacks the recording's
-variables, or with ``-I``, ``-E`` or ``-S``, cannot be measured: it is noted with the reason,
-and `record` refuses. Every other Python child must check in (its marker names this process as
-its spawner); `record` refuses one that did not. Non-Python children are not asked to.
+``pypy3``, or this process's own), directly, as a command of a shell (``sh -c``, ``os.system``:
+each simple command of the string, after ``&&``, ``;``, ``|``...), or as the command a wrapper
+runs (``env``, ``timeout``, ``nice``...; a path to an interpreter among the words of any other
+command). A Python child started with an environment that lacks the recording's variables, or
+with ``-I``, ``-E`` or ``-S``, cannot be measured: it is noted with the reason, and `record`
+refuses. Every other Python child must check in (its marker names this process as its
+spawner); `record` refuses one that did not. Which environment a wrapper passes on is not
+judged here: its Python child checks in, or is refused. Non-Python children are not asked to.
 """
 
 from __future__ import annotations
@@ -16,18 +19,33 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*[tdm]?(\.exe)?")
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"}
+_PREFIXES = {"exec", "nohup", "time", "command", "builtin", "then", "do", "else", "elif", "if",
+             "while", "until", "!", "{", "}"}
+"""Words before a shell's command that pass the environment on as it is."""
+_WRAPPERS = {"env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl", "chrt",
+             "setsid", "sudo", "doas", "su", "runuser", "setpriv", "chroot", "nsenter",
+             "unshare", "prlimit", "flock", "unbuffer", "xargs", "parallel", "strace", "ltrace",
+             "valgrind", "perf", "gdb", "catchsegv", "mpirun", "mpiexec", "srun", "systemd-run",
+             "firejail", "uv", "watch", "script", "faketime", "fakeroot", "proot"}
+"""Commands that run another command, maybe with another environment."""
+_OPERATORS = "();<>|&\n"
+_DEPTH = 4
 _EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "exec"}
 
 
 class ChildWatch:
-    """The Python children this process started: ``[{"command": [...], "problem": str|None}]``."""
+    """The Python children this process started: ``[{"command": [...], "problem": str|None,
+    "via": str}]``; ``command`` is the interpreter's argv, ``via`` (when a shell or wrapper
+    started it) the command this process started."""
 
     def __init__(self, env_needed: Mapping[str, str], site: str,
                  executing: Callable[[object], None] | None = None) -> None:
@@ -85,25 +103,81 @@ class ChildWatch:
             _, path, argv, env = args
             self._child(os.fsdecode(path), [os.fsdecode(a) for a in argv], env)
         else:  # os.system
-            self._shell(os.fsdecode(args[0]), None)
+            command = os.fsdecode(args[0])
+            self._note(self._in_script(command, 0, True), None, command)
 
     def _child(self, executable: str, argv: Sequence[str], env: Mapping[Any, Any] | None) -> None:
-        name = os.path.basename(executable)
-        if name in _SHELLS and len(argv) >= 3 and argv[1] == "-c":
-            self._shell(argv[2], env)
-        elif self._is_python(executable):
-            self._python(list(argv), env)
-
-    def _shell(self, command: str, env: Mapping[Any, Any] | None) -> None:
-        try:
-            words = shlex.split(command)
-        except ValueError:
+        if self._is_python(executable):
+            self._python(list(argv), env, None)
             return
-        while words and (("=" in words[0] and not words[0].startswith("="))
-                         or words[0] in ("exec", "env", "nohup", "time")):
-            words.pop(0)
-        if words and self._is_python(words[0]):
-            self._python(words, env)
+        words = [executable, *argv[1:]]
+        self._note(self._in_command(words, 0, True), env, " ".join(argv))
+
+    def _note(self, found: Iterator[tuple[list[str], bool]], env: Mapping[Any, Any] | None,
+              via: str) -> None:
+        for argv, direct in found:
+            self._python(argv, env if direct else None, via, judge_env=direct)
+
+    def _in_command(self, words: Sequence[str], depth: int,
+                    direct: bool) -> Iterator[tuple[list[str], bool]]:
+        """The Python interpreters one simple command starts: each one's argv, and whether it
+        gets the environment as it is (no wrapper between)."""
+        wrapped = False
+        for i, word in enumerate(words):
+            if _ASSIGNMENT.fullmatch(word):  # NAME=value: before a command, or env's
+                continue
+            if self._is_python(word):
+                yield list(words[i:]), direct and not wrapped
+                return
+            name = os.path.basename(word)
+            if name in _SHELLS:
+                script = _shell_script(words[i:])
+                if script is not None and depth < _DEPTH:
+                    yield from self._in_script(script, depth + 1, direct and not wrapped)
+                return
+            if name in _WRAPPERS:
+                wrapped = True
+            elif wrapped:
+                if not word.startswith("-") and shutil.which(word):
+                    return  # the wrapped command, and it is not Python
+                # else a wrapper's option, its value, or an assignment (env FOO=1)
+            elif name in _PREFIXES:
+                continue
+            else:  # another command: Python where one of its words is an interpreter's path
+                for j in range(i + 1, len(words)):
+                    if (os.sep in words[j] and self._is_python(words[j])
+                            and os.path.isfile(words[j])):
+                        yield list(words[j:]), False
+                        return
+                return
+
+    def _in_script(self, script: str, depth: int,
+                   direct: bool) -> Iterator[tuple[list[str], bool]]:
+        """The Python interpreters a shell command line starts, one simple command at a
+        time (split at ``&&``, ``||``, ``;``, ``|``, ``&``, parentheses, new lines)."""
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=_OPERATORS)
+        lexer.whitespace = " \t\r"
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        try:
+            tokens = list(lexer)
+        except ValueError:  # unbalanced quotes: the shell refuses it too
+            return
+        command: list[str] = []
+        redirect = False
+        for token in [*tokens, ";"]:
+            if redirect:
+                redirect = False
+            elif token and all(c in _OPERATORS for c in token):
+                if "<" in token or ">" in token:  # the next word is a file, not a command
+                    redirect = True
+                    if command and command[-1].isdigit():
+                        command.pop()  # 2>&1: a descriptor
+                    continue
+                yield from self._in_command(command, depth, direct)
+                command = []
+            else:
+                command.append(token)
 
     def _is_python(self, executable: str) -> bool:
         if _PYTHON.fullmatch(os.path.basename(executable)):
@@ -113,13 +187,21 @@ class ChildWatch:
         except (OSError, ValueError):
             return False
 
-    def _python(self, argv: list[str], env: Mapping[Any, Any] | None) -> None:
-        self.children.append({"command": argv, "problem": self._problem(argv, env)})
+    def _python(self, argv: list[str], env: Mapping[Any, Any] | None, via: str | None, *,
+                judge_env: bool = True) -> None:
+        child: dict[str, Any] = {"command": argv,
+                                 "problem": self._problem(argv, env, judge_env)}
+        if via is not None:
+            child["via"] = via
+        self.children.append(child)
 
-    def _problem(self, argv: list[str], env: Mapping[Any, Any] | None) -> str | None:
+    def _problem(self, argv: list[str], env: Mapping[Any, Any] | None,
+                 judge_env: bool) -> str | None:
         flag = _isolating_flag(argv[1:])
         if flag:
             return f"started with {flag}, which keeps the recording's start-up hook out"
+        if not judge_env:
+            return None
         seen = os.environ if env is None else {os.fsdecode(k): os.fsdecode(v)
                                                for k, v in env.items()}
         for name, value in self._needed.items():
@@ -128,6 +210,22 @@ class ChildWatch:
         if self._site not in seen.get("PYTHONPATH", "").split(os.pathsep):
             return "started with a PYTHONPATH that lacks the recording's start-up hook"
         return None
+
+
+def _shell_script(words: Sequence[str]) -> str | None:
+    """The command string of ``sh -c STRING`` (``bash -lc``, ``sh -e -c``), if any."""
+    command = False
+    i = 1
+    while i < len(words) and words[i][:1] in ("-", "+") and words[i] not in ("-", "--"):
+        option = words[i]
+        if not option.startswith("--") and "c" in option[1:]:
+            command = True
+        if option in ("-o", "+o", "-O", "+O"):
+            i += 1
+        i += 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    return words[i] if command and i < len(words) else None
 
 
 def _isolating_flag(args: Sequence[str]) -> str | None:

@@ -134,31 +134,38 @@ def _check_process(proc: Process, saved: dict[str, Any]) -> None:
     for child in saved.get("children", []):
         if child.get("problem"):
             raise RecordRefused(f"{proc.label()} started a Python child that cannot be measured, "
-                                f"{_shown(child['command'])}: {child['problem']}; let it "
-                                "inherit the environment (env={**os.environ, ...}) and drop "
-                                "-I/-E/-S, so that every process is recorded")
+                                f"{_child_shown(child)}: {child['problem']}; start Python "
+                                "without -I/-E/-S, let it inherit the environment "
+                                "(env={**os.environ, ...}), or record that process itself "
+                                "(lawkit footprint record -- COMMAND), so that every process "
+                                "is recorded")
 
 
 def _check_children_checked_in(markers: list[tuple[Process, dict[str, Any] | None]]) -> None:
     """Each Python child a process started has a marker naming that process as its spawner."""
     started = [p for p, _ in markers if p.how == "start"]
     for proc, saved in markers:
-        children = [tuple(c["command"]) for c in (saved or {}).get("children", [])]
+        children = list((saved or {}).get("children", []))
         if not children:
             continue
         arrived = Counter(p.argv for p in started if p.spawner == proc.id)
         unmatched = []
-        for command in children:
+        for child in children:
+            command = tuple(child["command"])
             if arrived[command] > 0:
                 arrived[command] -= 1
             else:
-                unmatched.append(command)
+                unmatched.append(child)
         spare = sum(arrived.values())  # children seen under another argv (a wrapper's exec)
         if len(unmatched) > spare:
             raise RecordRefused(f"{proc.label()} started a Python child that never checked in, "
-                                f"{_shown(unmatched[spare])}: it ran without the recording's "
-                                "start-up hook (another PYTHONPATH, or no lawkit importable "
-                                "there), so what it ran is unseen")
+                                f"{_child_shown(unmatched[spare])}: it ran without the "
+                                "recording's start-up hook (a wrapper or shell that cleared "
+                                "the environment, such as env -i or env -u PYTHONPATH, "
+                                "another PYTHONPATH, or no lawkit importable there), so what "
+                                "it ran is unseen; start Python directly (sys.executable), "
+                                "keep the environment (env={**os.environ, ...}), or record "
+                                "that process itself (lawkit footprint record -- COMMAND)")
 
 
 def _add_runs(saved: dict[str, Any], measurement: Measurement) -> None:
@@ -194,6 +201,13 @@ def _add_arcs(data: Any, measurement: Measurement) -> None:
                 by_context = measurement.arcs.setdefault(os.path.realpath(filename), {})
                 by_context.setdefault(parsed, set()).update(arcs)
     data.set_query_contexts(None)
+
+
+def _child_shown(child: dict[str, Any]) -> str:
+    """A Python child as messages name it: the command its spawner started (``env -i python
+    -c ...``, a shell's command line), else the interpreter's argv."""
+    via = child.get("via")
+    return _shown([via]) if isinstance(via, str) else _shown(child["command"])
 
 
 def _shown(argv: Any) -> str:

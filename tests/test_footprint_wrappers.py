@@ -1,0 +1,124 @@
+"""Every process, or none, through wrappers (DESIGN section 11): a Python child started by
+``env``, a shell command line (``shell=True``, ``os.system``) or another wrapper is noted as
+expected, so one that never checks in is refused naming the command, and one that does is
+recorded."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from footprint_engine import copy_engine, lawkit
+
+from lawkit.footprint.audit import ChildWatch
+
+PY = sys.executable
+CODE = ("import sys; sys.path.insert(0, '.'); from atom.util import util_fn; "
+        "assert util_fn(2) == 1")
+Q = shlex.quote(CODE)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Path:
+    return copy_engine(tmp_path / "engine")
+
+
+def _record(engine: Path, script: str) -> subprocess.CompletedProcess[str]:
+    (engine / "harness.py").write_text("import os, subprocess, sys\nimport lawkit.footprint\n"
+                                       "import atom.base\nlawkit.footprint.phase('steps')\n"
+                                       f"PY, CODE, Q = {PY!r}, {CODE!r}, {Q!r}\n" + script)
+    return lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py", cwd=engine)
+
+
+def _recorded(engine: Path, script: str) -> dict[str, Any]:
+    result = _record(engine, script)
+    assert result.returncode == 0, result.stderr
+    doc: dict[str, Any] = json.loads((engine / "fp.json").read_text())
+    return doc
+
+
+@pytest.mark.parametrize("start, shown, why", [
+    ("subprocess.run(['env', '-i', PY, '-c', CODE], check=True)",
+     "env -i ", "never checked in"),
+    ("subprocess.run(['/usr/bin/env', PY, '-S', '-c', CODE], check=True)",
+     "/usr/bin/env ", "started with -S"),
+    ("subprocess.run(f'cd . && {PY} -I -c {Q}', shell=True, check=True)",
+     "/bin/sh -c cd . && ", "started with -I"),
+    ("subprocess.run(f'cd . && env -u PYTHONPATH {PY} -c {Q}', shell=True, check=True)",
+     "/bin/sh -c cd . && env -u PYTHONPATH", "never checked in"),
+    ("assert os.system(f'env -u PYTHONPATH {PY} -c {Q}') == 0",
+     "env -u PYTHONPATH ", "never checked in"),
+    ("assert os.system(f'true; timeout 60 env -i python3 -c {Q} 2>&1 | cat') == 0",
+     "true; timeout 60 env -i python3", "never checked in"),
+    ("assert os.popen(f'nice -n 1 env -i {PY} -c {Q}').close() is None",
+     "/bin/sh -c nice -n 1 env -i ", "never checked in"),
+    ("os.waitpid(os.posix_spawn('/usr/bin/env', ['env', '-i', PY, '-c', CODE], os.environ),"
+     " 0)", "env -i ", "never checked in"),
+    ("os.execv('/usr/bin/env', ['env', '-i', PY, '-c', CODE])",
+     "env -i ", "never checked in"),
+])
+def test_a_python_child_a_wrapper_hides_is_refused_naming_the_command(
+        engine: Path, start: str, shown: str, why: str) -> None:
+    result = _record(engine, start + "\n")
+    assert result.returncode == 2, result.stderr
+    assert "started a Python child" in result.stderr and why in result.stderr
+    assert shown in result.stderr
+    assert "record that process itself" in result.stderr and "Traceback" not in result.stderr
+    assert not (engine / "fp.json").exists()
+
+
+@pytest.mark.parametrize("start", [
+    "subprocess.run(['env', 'FOO=1', PY, '-c', CODE], check=True)",
+    "subprocess.run(['sh', '-c', f'cd . && {PY} -c {Q} 2>&1 | cat'], check=True)",
+    "subprocess.run(f'true && exec {PY} -c {Q}', shell=True, check=True)",
+    "assert os.system(f'timeout 60 nice -n 1 env FOO=1 {PY} -c {Q}') == 0",
+])
+def test_a_python_child_a_wrapper_starts_with_the_environment_is_recorded(
+        engine: Path, start: str) -> None:
+    doc = _recorded(engine, start + "\n")
+    assert doc["processes"] == 2
+    assert doc["files"]["atom/util.py"]["units"]["util_fn"]["phases"] == ["steps"]
+
+
+@pytest.mark.parametrize("start", [
+    "subprocess.run(['nice', 'echo', 'python'], check=True, stdout=subprocess.DEVNULL)",
+    "subprocess.run('command -v python3 >/dev/null; echo python', shell=True, check=True, "
+    "stdout=subprocess.DEVNULL)",
+    "assert os.system('env -i true python3') == 0",
+])
+def test_a_wrapper_or_shell_that_only_names_python_is_not_asked_to_check_in(
+        engine: Path, start: str) -> None:
+    assert _recorded(engine, start + "\n")["processes"] == 1
+
+
+def _noted(how: str, *args: Any) -> list[list[str]]:
+    watch = ChildWatch({}, "/nowhere/site")
+    if how == "system":
+        watch._hook("os.system", args)
+    else:
+        watch.exec(*args, None)
+    return [child["command"] for child in watch.children]
+
+
+@pytest.mark.parametrize("how, args, expected", [
+    ("system", ("cd /x && PYTHONPATH=/y python3.12 -u a.py > out.txt 2>&1",),
+     [["python3.12", "-u", "a.py"]]),
+    ("system", ("python a.py; env -i python b.py | cat",), [["python", "a.py"],
+                                                             ["python", "b.py"]]),
+    ("system", ("bash -lc 'nohup python -m srv &'",), [["python", "-m", "srv"]]),
+    ("system", ("echo python; ls python3",), []),
+    ("exec", ("/usr/bin/env", ["env", "-u", "PYTHONPATH", "-C", "/tmp", "python3", "x.py"]),
+     [["python3", "x.py"]]),
+    ("exec", ("/usr/bin/xargs", ["xargs", "-n", "1", "pypy3", "-c", "pass"]),
+     [["pypy3", "-c", "pass"]]),
+    ("exec", ("/usr/bin/git", ["git", "commit", "-m", "python"]), []),
+    ("exec", ("/opt/launcher", ["launcher", "--np", "2", PY, "x.py"]), [[PY, "x.py"]]),
+])
+def test_the_python_commands_a_shell_line_or_a_wrapper_starts(
+        how: str, args: tuple[Any, ...], expected: list[list[str]]) -> None:
+    assert _noted(how, *args) == expected
