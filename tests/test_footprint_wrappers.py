@@ -1,7 +1,8 @@
 """Every process, or none, through wrappers (DESIGN section 11): a Python child started by
 ``env``, a shell command line (``shell=True``, ``os.system``) or another wrapper is noted as
 expected, so one that never checks in is refused naming the command, and one that does is
-recorded."""
+recorded. And code objects a function gets after its module ran (``fn.__code__ = ...``,
+``types.FunctionType``) are recorded when they run."""
 
 from __future__ import annotations
 
@@ -122,3 +123,39 @@ def _noted(how: str, *args: Any) -> list[list[str]]:
 def test_the_python_commands_a_shell_line_or_a_wrapper_starts(
         how: str, args: tuple[Any, ...], expected: list[list[str]]) -> None:
     assert _noted(how, *args) == expected
+
+
+KERNEL = '''\
+import types
+
+
+def retarget(fn):
+    fn.__code__ = fn.__code__.replace(co_name=fn.__name__ + "_k")
+    return fn
+
+
+def rebuilt(fn):
+    return types.FunctionType(fn.__code__.replace(co_name="rebuilt"), fn.__globals__)
+
+
+@retarget
+def kernel(x):
+    def inner(y):
+        return y + 1
+    return inner(x * 3)
+
+
+@rebuilt
+def other(x):
+    return x * 5
+'''
+
+
+def test_a_function_whose_code_object_was_replaced_is_recorded_when_it_runs(
+        engine: Path) -> None:
+    (engine / "atom" / "k.py").write_text(KERNEL)
+    doc = _recorded(engine, "from atom.k import kernel, other\n"
+                            "assert kernel(2) == 7 and other(2) == 10\n")
+    units = doc["files"]["atom/k.py"]["units"]
+    assert units["kernel"]["phases"] == ["steps"]
+    assert units["other"]["phases"] == ["steps"]

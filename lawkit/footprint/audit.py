@@ -1,7 +1,8 @@
 """Every process, or none (DESIGN section 11): an audit hook in each measured process sees the
 commands it starts (``subprocess.Popen``, ``os.posix_spawn``, ``os.exec*``, ``os.spawn*``,
-``os.system``) and notes each Python child; it passes the ``exec`` event (code about to
-run) on to the recorder, so that the process pays for one audit hook.
+``os.system``) and notes each Python child; it passes code about to run on to the recorder
+(the ``exec`` event, and a code object a function gets later: ``function.__new__``, or
+``object.__setattr__`` of ``__code__``), so that the process pays for one audit hook.
 
 A child is Python when its executable is a Python interpreter (``python``, ``python3.12``,
 ``pypy3``, or this process's own), directly, as a command of a shell (``sh -c``, ``os.system``:
@@ -39,7 +40,9 @@ _WRAPPERS = {"env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl",
 """Commands that run another command, maybe with another environment."""
 _OPERATORS = "();<>|&\n"
 _DEPTH = 4
-_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "exec"}
+_CODE_EVENTS = {"exec", "object.__setattr__", "function.__new__"}
+_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
+           *_CODE_EVENTS}
 
 
 class ChildWatch:
@@ -63,9 +66,12 @@ class ChildWatch:
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event not in _EVENTS:
             return
-        if event == "exec":  # code about to run: the recorder's, not a child
+        if event in _CODE_EVENTS:  # code that may run: the recorder's, not a child
             if self._executing is not None:
-                self._executing(args[0])
+                if event != "object.__setattr__":  # exec, types.FunctionType(code, ...)
+                    self._executing(args[0])
+                elif args[1] == "__code__":  # fn.__code__ = code.replace(...)
+                    self._executing(args[2])
             return
         try:
             self._saw(event, args)
