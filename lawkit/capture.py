@@ -45,8 +45,11 @@ from __future__ import annotations
 
 import builtins
 import collections
+import importlib.util
 import json
 import math
+import numbers
+import operator
 import os
 import threading
 import weakref
@@ -91,7 +94,7 @@ class Capture:
     """An open capture file: `steps()`, then `with step(**features)` and `with region(name)`."""
 
     __slots__ = ("__weakref__", "_closed", "_features", "_finalizer", "_flusher", "_format",
-                 "_in_step", "_nones", "_region_names", "_regions", "_sink", "_step",
+                 "_in_step", "_nones", "_pid", "_region_names", "_regions", "_sink", "_step",
                  "_step_context", "_totals", "_values", "columns", "digest", "key", "path")
 
     def __init__(self, path: str | os.PathLike[str], *, features: Sequence[str],
@@ -119,6 +122,7 @@ class Capture:
         self._values: dict[str, float | int] = {}
         self._in_step = False
         self._closed = False
+        self._pid = os.getpid()
         self._step_context = _Step(self)
         self._sink: _Sink = _ColumnsSink(self) if fmt == "parquet" else _TextSink(self)
         self._step = self._sink.next_step
@@ -142,6 +146,12 @@ class Capture:
                               "not nest; end the step before the next")
         if self._closed:
             raise self._error(f"step {self._step} begun after the capture was closed")
+        if os.getpid() != self._pid:
+            # its rows would be a copy's, written by no one: a silent loss
+            raise CaptureError(f"step {self._step} begun in process {os.getpid()}, not the "
+                               f"process {self._pid} that opened the capture (a forked worker): "
+                               "open a capture file of the worker's own in the worker",
+                               path=str(self.path))
         if _footprint.current_phase() != "steps":
             raise self._error(f"step {self._step} begun in the "
                               f"{_footprint.current_phase()} phase: call cap.steps() when "
@@ -197,10 +207,10 @@ class Capture:
         self._totals[:] = self._nones
         if failed:
             return
-        problem = _feature_problem(values, self._features)
-        if problem is not None:
-            raise self._error(f"step {self._step}: {problem}")
-        self._sink.add(self._step, [values[name] for name in self._features], totals)
+        row = _feature_row(values, self._features)
+        if isinstance(row, str):
+            raise self._error(f"step {self._step}: {row}")
+        self._sink.add(self._step, row, totals)
         self._step += 1
 
 
@@ -283,21 +293,40 @@ def _names(names: Sequence[str], what: str) -> tuple[str, ...]:
     return out
 
 
-def _feature_problem(values: dict[str, float | int], declared: tuple[str, ...]) -> str | None:
-    """What is wrong with a step's features, in words (None: nothing)."""
+def _feature_row(values: dict[str, float | int], declared: tuple[str, ...],
+                 ) -> list[float | int] | str:
+    """A step's features as plain ints and floats in declared order, or what is wrong with
+    them, in words."""
+    row: list[float | int] = []
     for name in declared:
         if name not in values:
             return f"feature {name!r} missing (give it to cap.step(...) or cap.set(...))"
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"feature {name}={value!r}: expected a number"
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"feature {name}={value!r}: expected a finite number"
+        value = _plain_number(values[name])
+        if value is None:
+            return f"feature {name}={values[name]!r}: expected a number"
+        if not math.isfinite(value):
+            return f"feature {name}={values[name]!r}: expected a finite number"
+        row.append(value)
     if len(values) > len(declared):
         extra = sorted(set(values) - set(declared))
         return (f"feature {extra[0]!r} was not declared at open (features: "
                 f"{', '.join(declared) or 'none'})")
-    return None
+    return row
+
+
+def _plain_number(value: object) -> float | int | None:
+    """`value` as a plain int or float, whose repr is the number (numpy's scalars, an IntEnum
+    and other int or float subclasses print otherwise); None for a bool or a non-number."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return value  # type: ignore[return-value]
+    if isinstance(value, bool) or kind.__name__ == "bool_":  # numpy's bool too
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    return float(value) if isinstance(value, numbers.Real) else None
 
 
 def _key_and_digest(key: str | None, digest: str | None) -> tuple[str, str]:
@@ -413,6 +442,8 @@ class _ColumnsSink(_Sink):
             raise CaptureError("exists: a Parquet capture is written whole at close, never "
                                "appended to; name a new file (or remove this one)",
                                path=str(self.path))
+        if importlib.util.find_spec("pyarrow") is None:  # found now, imported at close
+            raise CaptureError(_NO_PYARROW, path=str(self.path))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.steps = array("q")
         self.features = {name: array("d") for name in capture._features}
@@ -433,9 +464,7 @@ class _ColumnsSink(_Sink):
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise CaptureError("writing Parquet needs pyarrow: pip install 'lawkit[fit]' (or "
-                               "pyarrow), or capture to .csv or .jsonl",
-                               path=str(self.path)) from None
+            raise CaptureError(_NO_PYARROW, path=str(self.path)) from None
         # Arrays from their buffers: `pa.array` would import pandas (to ask whether the values
         # are a Series), which takes half a second, and fails at interpreter exit.
         rows = len(self.steps)
@@ -457,6 +486,10 @@ class _ColumnsSink(_Sink):
         temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         pq.write_table(pa.table(columns), temp)
         os.replace(temp, self.path)
+
+
+_NO_PYARROW = ("writing Parquet needs pyarrow: pip install 'lawkit[fit]' (or pyarrow), or "
+               "capture to .csv or .jsonl")
 
 
 class _Flusher(threading.Thread):

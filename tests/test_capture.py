@@ -436,3 +436,60 @@ def test_a_capture_never_closed_gets_its_rows_written_at_interpreter_exit(
     import pyarrow.parquet as pq
 
     assert pq.read_table(tmp_path / "run.parquet").column("n").to_pylist() == [0.0, 1.0, 2.0]
+
+
+def test_numpy_scalars_and_int_enums_are_written_as_the_numbers_they_are(
+        tmp_path: Path, workspace: str) -> None:
+    import enum
+
+    import numpy as np
+
+    class Phase(enum.IntEnum):
+        PREFILL = 1
+
+    for suffix in (".csv", ".jsonl"):
+        path = tmp_path / f"run{suffix}"
+        with capture.open(path, features=FEATURES) as cap:
+            cap.steps()
+            with cap.step(batch_size=np.int64(4), num_tokens=np.float64(2.5)):
+                pass
+            with cap.step(batch_size=Phase.PREFILL, num_tokens=np.float32(0.5)):
+                pass
+        if suffix == ".csv":
+            assert [r[:3] for r in _rows(path)[1:]] == [["0", "4", "2.5"], ["1", "1", "0.5"]]
+        else:
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            assert [(r["batch_size"], r["num_tokens"]) for r in rows] == [(4, 2.5), (1, 0.5)]
+    with capture.open(tmp_path / "bool.csv", features=FEATURES) as cap:
+        cap.steps()
+        with pytest.raises(CaptureError, match=r"step 0: feature batch_size=np.True_: "
+                                               r"expected a number"):
+            with cap.step(batch_size=np.True_, num_tokens=1):
+                pass
+
+
+def test_parquet_without_pyarrow_is_refused_at_open_not_after_the_run(
+        tmp_path: Path, workspace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
+    with pytest.raises(CaptureError, match=r"writing Parquet needs pyarrow"):
+        capture.open(tmp_path / "run.parquet", features=FEATURES)
+    assert not (tmp_path / "run.parquet").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_step_in_a_forked_worker_is_refused_not_lost(tmp_path: Path, workspace: str) -> None:
+    path = tmp_path / "run.csv"
+    with capture.open(path, features=FEATURES) as cap:
+        cap.steps()
+        pid = os.fork()
+        if pid == 0:  # the worker: its rows would be written by no one
+            try:
+                cap.step(batch_size=1, num_tokens=1)
+            except CaptureError as exc:
+                os._exit(7 if "open a capture file of the worker's own" in str(exc) else 1)
+            os._exit(0)
+        _pid, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 7
+        with cap.step(batch_size=2, num_tokens=2):
+            pass
+    assert [r[1] for r in _rows(path)[1:]] == ["2"]
