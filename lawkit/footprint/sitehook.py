@@ -181,19 +181,24 @@ def _watch_sigterm() -> None:
     try:
         old = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
     except ValueError:  # not the main thread
-        os.close(read), os.close(write)
+        _close(read, write)
         return
     if previous is not None:  # a forked child: the parent's pipe is the parent's
-        os.close(previous[0]), os.close(previous[1])
+        _close(*previous)
     if old not in (-1, previous[1] if previous is not None else -1):
         signal.set_wakeup_fd(old)  # the program's own: leave it be
-        os.close(read), os.close(write)
+        _close(read, write)
         _wakeup = None
         return
     _wakeup = read, write
     main = threading.get_ident()
     threading.Thread(target=_kick_on_sigterm, args=(read, main), name="lawkit-sigterm",
                      daemon=True).start()
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _kick_on_sigterm(read: int, main: int) -> None:
