@@ -248,10 +248,13 @@ class _Region:
             capture = self._capture
             raise capture._error(f"region {self._name!r} entered between steps (before step "
                                  f"{capture._step}): enter regions inside `with cap.step(...)`")
-        try:
-            enter_region(self._name)
-        except RegionError as exc:
-            raise self._capture._error(f"step {self._capture._step}: {exc}") from None
+        # The footprint's marker only while recording (the region stack is the recorder's);
+        # else the phase check alone: half a region's cost on 3.12 (bench/capture.py).
+        if _footprint._recorder is not None or _footprint._phase != "steps":
+            try:
+                enter_region(self._name)
+            except RegionError as exc:
+                raise self._capture._error(f"step {self._capture._step}: {exc}") from None
         depth = self._depth = self._depth + 1
         if depth == 1:  # a region entered inside itself is timed once, from the outside
             self._start = perf_counter_ns()
@@ -259,7 +262,8 @@ class _Region:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         end = perf_counter_ns()
-        exit_region(self._name)
+        if _footprint._recorder is not None:
+            exit_region(self._name)
         depth = self._depth = self._depth - 1
         if not depth:
             totals, index = self._totals, self._index
