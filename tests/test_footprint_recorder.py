@@ -176,6 +176,74 @@ def test_an_idle_thread_with_no_region_open_does_not_put_the_main_threads_code_i
     assert _unit(doc, "atom/worker.py", "work") == (["steps"], ["*"])
 
 
+CROSS_THREAD = """\
+import sys, threading
+import lawkit.footprint as fp
+from atom.helpers import helper
+fp.phase("steps")
+ready, go = threading.Event(), threading.Event()
+def other():
+    if sys.argv[1] == "region":
+        with fp.region("schedule_s"):
+            ready.set(); go.wait(); helper(2)
+    else:
+        ready.set(); go.wait(); helper(2)
+t = threading.Thread(target=other); t.start()
+ready.wait()
+with fp.region("sample_s"):
+    helper(1)
+    go.set()
+    t.join()
+"""
+
+
+@pytest.mark.parametrize(("mode", "regions"), [("region", ["sample_s", "schedule_s"]),
+                                               ("none", ["*", "sample_s"])])
+def test_a_unit_run_by_two_threads_in_two_contexts_counts_in_both(
+        engine: Path, mode: str, regions: list[str]) -> None:
+    """sys.monitoring's DISABLE turns a code object's event off for every thread: the first
+    thread's run in sample_s must not hide the second's in schedule_s (or in no region)."""
+    (engine / "harness.py").write_text(CROSS_THREAD)
+    result = lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py", mode,
+                    cwd=engine)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], regions)
+
+
+def test_a_thread_started_inside_a_region_counts_its_code_in_no_region(engine: Path) -> None:
+    """The thread starts after the last switch, with no region open, and runs code the main
+    thread already ran (and disabled) in sample_s."""
+    doc = _recorded(engine, "import threading\nimport lawkit.footprint as fp\n"
+                            "from atom.helpers import helper\nfp.phase('steps')\n"
+                            "with fp.region('sample_s'):\n"
+                            "    helper(1)\n"
+                            "    t = threading.Thread(target=helper, args=(2,))\n"
+                            "    t.start(); t.join()\n"
+                            "    helper(3)\n")
+    assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["*", "sample_s"])
+
+
+@pytest.mark.parametrize("resume", ["g.throw(KeyError())", "g.close()"])
+def test_a_generator_resumed_by_throw_or_close_runs_in_the_region_that_resumed_it(
+        engine: Path, resume: str) -> None:
+    """``throw`` and ``close`` fire PY_THROW, not PY_RESUME."""
+    (engine / "atom" / "gen.py").write_text("def worker():\n"
+                                            "    try:\n"
+                                            "        yield 1\n"
+                                            "    except KeyError:\n"
+                                            "        yield 2\n"
+                                            "    finally:\n"
+                                            "        pass\n")
+    doc = _recorded(engine, "import lawkit.footprint as fp\nfrom atom.gen import worker\n"
+                            "fp.phase('steps')\n"
+                            "with fp.region('sample_s'):\n"
+                            "    g = worker(); next(g)\n"
+                            "with fp.region('schedule_s'):\n"
+                            f"    {resume}\n")
+    assert _unit(doc, "atom/gen.py", "worker") == (["steps"], ["sample_s", "schedule_s"])
+
+
 def test_a_forked_child_starts_in_steps_with_no_region_open(engine: Path) -> None:
     doc = _recorded(engine, "import os\nimport lawkit.footprint as fp\n"
                             "from atom.worker import work\nfp.phase('steps')\n"

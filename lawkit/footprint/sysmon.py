@@ -1,7 +1,17 @@
 """The recorder of a measured process on Python 3.12+: ``sys.monitoring`` (PEP 669).
 
 One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), each
-answered with ``DISABLE``, so a code object costs one event until the next switch. The events
+answered with ``DISABLE``, so a code object costs one event until the next switch. ``DISABLE``
+turns a code object's event off for every thread: it is answered only when no thread could run
+that code object in a context it has not been recorded in before the next re-arm. That is every
+time while one context is live (no thread but lawkit's own has a Python frame, or every such
+thread is in the same phase and regions); while several are (threads in different regions, or a
+thread with none beside one in a region), only once the code object has run in each of them.
+The live contexts are found at every switch, and a thread started from Python
+(``_thread.start_new_thread``, an audit event) re-arms and adds its context, ``steps`` or
+``startup`` with no region open. A generator resumed by ``throw`` or ``close`` fires
+``PY_THROW``, which cannot be set on a code object nor disabled: it is set for the process and
+attributed like ``PY_RESUME``, filtered to hashed code. The events
 are set on the hashed code objects only (``set_local_events``, as each hashed module's code is
 executed: ``executing``, from the ``exec`` audit event, with every code object nested in
 it), so the rest of the
@@ -10,7 +20,9 @@ phase switch and region enter or exit the events are re-armed (``restart_events`
 code object on a stack the switch concerns counts as running in what was entered (all threads'
 stacks for a phase, the switching thread's for a region): a frame already running at a switch,
 like a loop that calls ``phase("steps")``, runs on in the new context. Events cover every
-thread, including threads started from C. Phases are process-wide, regions per thread.
+thread, including threads started from C (but such a thread, not started from Python and with
+no Python frame at a switch, is not known to be live: a code object it runs may have been
+disabled by another thread's run in another context). Phases are process-wide, regions per thread.
 
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
 happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
@@ -34,6 +46,12 @@ profiler's and optimizer's)."""
 
 Context = tuple[str, tuple[str, ...]]
 """A phase and the regions open on the thread (outermost first)."""
+
+OWN_THREAD = "lawkit-"
+"""The name prefix of lawkit's own threads (the SIGTERM watch, a capture's flusher): they run
+no engine code, so their context does not count."""
+ENGINE_FREE = "lawkit_runs_no_engine_code"
+"""A thread with this attribute set runs no engine code (as in `lawkit.footprint.cover`)."""
 
 
 class SysMonRecorder:
@@ -59,6 +77,11 @@ class SysMonRecorder:
         self._events = mon.events.PY_START | mon.events.PY_RESUME
         self._disable = mon.DISABLE
         self._ident = threading.get_ident
+        self._others: tuple[dict[int, CodeType], ...] = ()
+        """When several contexts are live, the code objects run in each of them (``DISABLE``
+        only for one in all); empty when one is."""
+        self._threaded = False
+        """An engine thread besides the first has been seen: switches look at every thread."""
 
     def start(self) -> None:
         """Take the tool id, arm each hashed module's code as it is executed, and count what
@@ -67,8 +90,15 @@ class SysMonRecorder:
         mon.use_tool_id(TOOL_ID, "lawkit footprint")
         mon.register_callback(TOOL_ID, mon.events.PY_START, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
+        mon.register_callback(TOOL_ID, mon.events.PY_THROW, self._on_throw)
+        mon.set_events(TOOL_ID, mon.events.PY_THROW)
         self._guard()
-        self._count_stacks(sys._current_frames().items())
+        sys.addaudithook(self._audit)
+        frames = sys._current_frames()
+        own = {t.ident for t in threading.enumerate() if _own(t)}
+        self._threaded = any(i not in own for i in frames if i != self._ident())
+        self._live(frames)
+        self._count_stacks(frames.items())
 
     def executing(self, code: object) -> None:
         """Code is about to be executed (the ``exec`` audit event, which the process's one
@@ -92,8 +122,57 @@ class SysMonRecorder:
         seen = self._ran.get(context)
         if seen is None:
             seen = self._ran[context] = {}
-        seen[id(code)] = code
+        key = id(code)
+        seen[key] = code
+        others = self._others
+        if others:  # several contexts live: disable once it has run in each
+            for ran in others:
+                if key not in ran:
+                    return None
         return self._disable
+
+    def _on_throw(self, code: CodeType, offset: int, exc: BaseException) -> None:
+        """A generator or coroutine resumed by ``throw`` or ``close`` (any code: the event
+        cannot be set on a code object)."""
+        if self._hashed(code.co_filename):
+            context = self._contexts.get(self._ident(), self._default)
+            self._ran.setdefault(context, {})[id(code)] = code
+
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        """A thread started from Python: it may run any code object in its context (the
+        current phase, no region open) before the next switch, so re-arm with it live."""
+        if event != "_thread.start_new_thread":
+            return
+        owner = getattr(args[0], "__self__", None) if args else None
+        if isinstance(owner, threading.Thread) and _own(owner):
+            return
+        self._threaded = True
+        default = self._ran.setdefault(self._default, {})
+        others = self._others
+        if not others:
+            here = self._contexts.get(self._ident(), self._default)
+            if here == self._default:
+                return  # the one live context: what it ran is disabled for the new thread too
+            others = (self._ran.setdefault(here, {}),)
+        elif any(ran is default for ran in others):
+            return
+        self._others = (*others, default)
+        self._restart()
+
+    def _live(self, frames: dict[int, FrameType] | None = None) -> None:
+        """Find the contexts in which a thread may run engine code before the next switch:
+        those of the threads with a Python frame, but lawkit's own."""
+        if not self._threaded:
+            self._others = ()
+            return
+        if frames is None:
+            frames = sys._current_frames()
+        own = {t.ident for t in threading.enumerate() if _own(t)}
+        contexts = {self._contexts.get(ident, self._default)
+                    for ident in frames if ident not in own}
+        contexts.add(self._contexts.get(self._ident(), self._default))
+        self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
+                        if len(contexts) > 1 else ())
 
     def _hashed(self, filename: str) -> bool:
         keep = self._files.get(filename)
@@ -107,8 +186,10 @@ class SysMonRecorder:
         self._phase = name
         self._default = (name, ())
         self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
+        frames = sys._current_frames()
+        self._live(frames)
         self._restart()
-        self._count_stacks(sys._current_frames().items())
+        self._count_stacks(frames.items())
 
     def switched_regions(self, regions: tuple[str, ...]) -> None:
         """This thread's open regions are now ``regions``: re-arm, count its stack there."""
@@ -118,6 +199,7 @@ class SysMonRecorder:
             self._contexts[ident] = (self._phase, regions)
         else:
             self._contexts.pop(ident, None)
+        self._live()
         self._restart()
         self._count_stacks([(ident, sys._getframe(1))])
 
@@ -128,6 +210,8 @@ class SysMonRecorder:
         self._phase = "steps"
         self._default = ("steps", ())
         self._contexts = {}
+        self._others = ()
+        self._threaded = False  # the forking thread alone goes on
         self._restart()
         self._count_stacks([(self._ident(), sys._getframe(1))])
 
@@ -162,3 +246,8 @@ class SysMonRecorder:
             return real(tool_id, *args)
 
         return guarded
+
+
+def _own(thread: threading.Thread) -> bool:
+    """A thread of lawkit's own, which runs no engine code."""
+    return thread.name.startswith(OWN_THREAD) or bool(getattr(thread, ENGINE_FREE, False))
