@@ -31,13 +31,13 @@ bare lstsq 2.79 s, 1294 MiB: lawkit / bare 1.52, lawkit / statsmodels 0.38. Stre
    each made (`fit --json`'s `passes`: the first parses the text, every later one reads the
    spill), the time over ols' at the largest size, and the verdict against issue 13's targets
    (the largest within 64 MiB of the smallest, and under 600 MiB) and issue 24's (huber and
-   robust within 2x of ols). Measured 2026-12-01 with the spill (2 shared CPUs, load 5-8),
-   wall / CPU s at 5M and 20M, passes, peak RSS MiB at 5M / 20M: ols 8.9 / 3.6 and
-   40.8 / 11.5 (3; 194 / 221), nnls 11.6 / 3.6 and 23.3 / 11.2 (3; 195 / 209), huber
-   21.6 / 8.7 and 102.2 / 34.6 (44; 206 / 228: 2.5x ols' wall, 3.0x its CPU), robust
-   28.0 / 8.8 and 72.8 / 28.4 (20, 19; 243 / 271: 1.8x, 2.5x). Before the spill (every pass
-   parsed the CSV): huber 96.5 / 345.7 s, robust 35.0 / 135.8 s (wall). Wall times on this
-   machine vary 1.5x run to run, and under load run to three times the CPU time.
+   robust within 2x of ols). Measured 2026-12-02 on an otherwise idle 2-CPU machine, wall /
+   CPU s at 5M and 20M, passes at 20M, peak RSS MiB at 5M / 20M: ols 3.6 / 4.2 and
+   13.3 / 14.4 (3; 221 / 214), nnls 3.3 / 3.7 and 15.5 / 15.6 (3; 205 / 221), huber
+   8.9 / 9.3 and 40.5 / 40.7 (33; 231 / 245: 3.0x ols' wall, MISSED), robust 8.1 / 8.6 and
+   40.7 / 38.4 (19; 263 / 271: 3.1x, MISSED). Before the spill (every pass parsed the CSV):
+   huber 96.5 / 345.7 s, robust 35.0 / 135.8 s (wall, a shared machine). Wall times on a
+   machine other jobs load run to three times the CPU time.
 """
 
 from __future__ import annotations
