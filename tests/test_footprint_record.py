@@ -122,7 +122,9 @@ def test_phase_is_a_no_op_outside_a_recording() -> None:
         lawkit.footprint.phase("warmup")
 
 
-def test_a_worker_whose_sigterm_is_taken_by_another_thread_still_ends(engine: Path) -> None:
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_a_worker_whose_sigterm_is_taken_by_another_thread_still_ends(engine: Path,
+                                                                      method: str) -> None:
     # The recorder saves on SIGTERM with a Python handler, which CPython runs in the main thread
     # between bytecodes. A SIGTERM that another thread's C handler takes (or one that lands just
     # before the main thread blocks) leaves a main thread waiting on a lock for ever: a pool
@@ -138,7 +140,7 @@ def test_a_worker_whose_sigterm_is_taken_by_another_thread_still_ends(engine: Pa
         "    threading.Thread(target=poke, daemon=True).start()\n"
         "    lock.acquire()  # never released: only SIGTERM ends this process\n"
         "if __name__ == '__main__':\n"
-        "    context = multiprocessing.get_context('fork')\n"
+        f"    context = multiprocessing.get_context({method!r})\n"
         "    lock = context.Semaphore(0)\n"
         "    worker = context.Process(target=child, args=(lock,))\n"
         "    worker.start()\n"

@@ -37,6 +37,7 @@ COVERAGE_ENV = "LAWKIT_FOOTPRINT_COVERAGE"
 coverage.py from its .pth file in every process, 3.12+ ones too."""
 
 _real_exit = os._exit
+_real_set_wakeup_fd = signal.set_wakeup_fd
 _marker = ""  # this process's marker, without its extension
 # Imported at start-up, never later: a forked child, a SIGTERM handler or an exit must not
 # import (a module lock another thread held at fork time is held in the child for ever).
@@ -172,28 +173,36 @@ def _watch_sigterm() -> None:
     then never ends, and ``Pool.terminate()`` waits for it for ever. The C handler writes the
     signal's number to the wakeup fd whichever thread takes it: a daemon thread reading it
     signals the main thread again until the handler runs (and saves, then ends the process).
-    A program that sets its own wakeup fd (asyncio's signal handlers) replaces this watch.
+    A wakeup fd the program sets (asyncio's signal handlers, a forkserver) stands while it is
+    set: the watch is back once the program resets it (`_set_wakeup_fd`), as a forkserver's
+    worker does right after the fork.
     """
     global _wakeup
     previous = _wakeup
     read, write = os.pipe()
     os.set_blocking(write, False)
     try:
-        old = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        old = _real_set_wakeup_fd(write, warn_on_full_buffer=False)
     except ValueError:  # not the main thread
         _close(read, write)
         return
     if previous is not None:  # a forked child: the parent's pipe is the parent's
         _close(*previous)
     if old not in (-1, previous[1] if previous is not None else -1):
-        signal.set_wakeup_fd(old)  # the program's own: leave it be
-        _close(read, write)
-        _wakeup = None
-        return
+        _real_set_wakeup_fd(old)  # the program's own: it stands until the program resets it
     _wakeup = read, write
     main = threading.get_ident()
     threading.Thread(target=_kick_on_sigterm, args=(read, main), name="lawkit-sigterm",
                      daemon=True).start()
+
+
+def _set_wakeup_fd(fd: int, /, *, warn_on_full_buffer: bool = True) -> int:
+    """``signal.set_wakeup_fd`` as the program calls it: a reset (-1) puts back the SIGTERM
+    watch's pipe (`_watch_sigterm`); any other fd is set as asked."""
+    if fd == -1 and _wakeup is not None:
+        old = _real_set_wakeup_fd(_wakeup[1], warn_on_full_buffer=False)
+        return -1 if old == _wakeup[1] else old
+    return _real_set_wakeup_fd(fd, warn_on_full_buffer=warn_on_full_buffer)
 
 
 def _close(*fds: int) -> None:
@@ -322,6 +331,7 @@ def _start_blocked(folder: str) -> None:
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=lambda: _after_fork(folder))
     os._exit = _exit_saving
+    signal.set_wakeup_fd = _set_wakeup_fd
     os.execv = _exec_saving(os.execv)
     os.execve = _exec_saving(os.execve)
     atexit.register(_save_current)  # runs before coverage's own (atexit is last in, first out)
