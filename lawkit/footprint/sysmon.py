@@ -47,6 +47,12 @@ profiler's and optimizer's)."""
 Context = tuple[str, tuple[str, ...]]
 """A phase and the regions open on the thread (outermost first)."""
 
+_identity: Callable[[object], int] = object.__hash__
+"""An object's identity as an int, unique among live objects, without ``id()``'s audit event."""
+_THREAD_STARTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
+"""The audit events of a thread started from Python (the second is 3.13's, for
+``threading.Thread``)."""
+
 OWN_THREAD = "lawkit-"
 """The name prefix of lawkit's own threads (the SIGTERM watch, a capture's flusher): they run
 no engine code, so their context does not count."""
@@ -66,8 +72,9 @@ class SysMonRecorder:
         self._contexts: dict[int, Context] = {}
         self._default: Context = (phase, ())
         self._ran: dict[Context, dict[int, CodeType]] = {}
-        """The code objects run in each context, by ``id`` (a code object's own hash reads its
-        bytecode, constants and names every time)."""
+        """The code objects run in each context, by identity (``object.__hash__``, unique among
+        live objects: ``id()`` raises an audit event, a call of every audit hook in the process;
+        a code object's own hash reads its bytecode, constants and names every time)."""
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
         mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
@@ -122,7 +129,7 @@ class SysMonRecorder:
         seen = self._ran.get(context)
         if seen is None:
             seen = self._ran[context] = {}
-        key = id(code)
+        key = _identity(code)
         seen[key] = code
         others = self._others
         if others:  # several contexts live: disable once it has run in each
@@ -136,12 +143,12 @@ class SysMonRecorder:
         cannot be set on a code object)."""
         if self._hashed(code.co_filename):
             context = self._contexts.get(self._ident(), self._default)
-            self._ran.setdefault(context, {})[id(code)] = code
+            self._ran.setdefault(context, {})[_identity(code)] = code
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
         """A thread started from Python: it may run any code object in its context (the
         current phase, no region open) before the next switch, so re-arm with it live."""
-        if event != "_thread.start_new_thread":
+        if event not in _THREAD_STARTS:
             return
         owner = getattr(args[0], "__self__", None) if args else None
         if isinstance(owner, threading.Thread) and _own(owner):
@@ -222,7 +229,7 @@ class SysMonRecorder:
             while f is not None:
                 code = f.f_code
                 if self._hashed(code.co_filename):
-                    self._ran.setdefault(context, {})[id(code)] = code
+                    self._ran.setdefault(context, {})[_identity(code)] = code
                 f = f.f_back
 
     def runs(self) -> list[list[Any]]:
