@@ -41,8 +41,10 @@ _WRAPPERS = {"env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl",
 _OPERATORS = "();<>|&\n"
 _DEPTH = 4
 _CODE_EVENTS = {"exec", "object.__setattr__", "function.__new__"}
+_THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
+"""A thread started from Python (the second is 3.13's, for ``threading.Thread``)."""
 _EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
-           *_CODE_EVENTS}
+           *_CODE_EVENTS, *_THREAD_EVENTS}
 
 
 class ChildWatch:
@@ -51,9 +53,11 @@ class ChildWatch:
     started it) the command this process started."""
 
     def __init__(self, env_needed: Mapping[str, str], site: str,
-                 executing: Callable[[object], None] | None = None) -> None:
+                 executing: Callable[[object], None] | None = None,
+                 thread_started: Callable[[tuple[Any, ...]], None] | None = None) -> None:
         self._needed = dict(env_needed)
         self._executing = executing
+        self._thread_started = thread_started
         self._site = site
         self._own = os.path.realpath(sys.executable) if sys.executable else ""
         self._local = threading.local()
@@ -65,6 +69,10 @@ class ChildWatch:
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event not in _EVENTS:
+            return
+        if event in _THREAD_EVENTS:  # the recorder's too: one audit hook per process, as
+            if self._thread_started is not None:  # each hook costs every audited event
+                self._thread_started(args)
             return
         if event in _CODE_EVENTS:  # code that may run: the recorder's, not a child
             if self._executing is not None:

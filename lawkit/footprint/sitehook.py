@@ -318,7 +318,8 @@ def _start_blocked(folder: str) -> None:
         site = os.path.dirname(os.path.abspath(__file__))
         _write_marker(folder, main=main, how="start")
         _recorder = _start_recorder(phase)
-        _children = ChildWatch(needed, site, getattr(_recorder, "executing", None))
+        _children = ChildWatch(needed, site, getattr(_recorder, "executing", None),
+                               getattr(_recorder, "thread_started", None))
     except Exception as exc:
         if _marker:
             os.unlink(_marker + ".json")

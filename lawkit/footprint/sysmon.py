@@ -49,9 +49,6 @@ Context = tuple[str, tuple[str, ...]]
 
 _identity: Callable[[object], int] = object.__hash__
 """An object's identity as an int, unique among live objects, without ``id()``'s audit event."""
-_THREAD_STARTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
-"""The audit events of a thread started from Python (the second is 3.13's, for
-``threading.Thread``)."""
 
 OWN_THREAD = "lawkit-"
 """The name prefix of lawkit's own threads (the SIGTERM watch, a capture's flusher): they run
@@ -100,7 +97,6 @@ class SysMonRecorder:
         mon.register_callback(TOOL_ID, mon.events.PY_THROW, self._on_throw)
         mon.set_events(TOOL_ID, mon.events.PY_THROW)
         self._guard()
-        sys.addaudithook(self._audit)
         frames = sys._current_frames()
         own = {t.ident for t in threading.enumerate() if _own(t)}
         self._threaded = any(i not in own for i in frames if i != self._ident())
@@ -145,11 +141,10 @@ class SysMonRecorder:
             context = self._contexts.get(self._ident(), self._default)
             self._ran.setdefault(context, {})[_identity(code)] = code
 
-    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
-        """A thread started from Python: it may run any code object in its context (the
-        current phase, no region open) before the next switch, so re-arm with it live."""
-        if event not in _THREAD_STARTS:
-            return
+    def thread_started(self, args: tuple[Any, ...]) -> None:
+        """A thread started from Python (its audit event's arguments, passed on by the
+        process's one audit hook): it may run any code object in its context (the current
+        phase, no region open) before the next switch, so re-arm with it live."""
         owner = getattr(args[0], "__self__", None) if args else None
         if isinstance(owner, threading.Thread) and _own(owner):
             return
