@@ -15,11 +15,12 @@ parse, tree, serialize; re-armed at every enter and exit): each region's recorde
 unrecorded time (fastest of the run, median over rounds) against its length; target 1.05x for
 regions of 5 ms or more.
 
-Last measured (Python 3.12.1, sys.monitoring, Linux, 2 CPUs, a shared machine at load 0.6-1.0;
-two runs of 11 rounds): steps 1.023x and 1.009x (A/A 0.988x, 1.014x); whole process 2.91 s
-against 2.43 s bare, 3.10 s against 2.79 s; with three regions per step, steps 1.030x and
-1.011x, parse (16 ms) 1.040x and 1.024x, tree (49-50 ms) 1.021x and 1.001x, serialize (3.9
-ms) 1.038x and 1.025x. At load 6-10 the A/A was 0.96-1.38x: too noisy to judge.
+Last measured (Python 3.12.1, sys.monitoring, Linux, 2 CPUs, an otherwise idle machine,
+2026-12-02, 11 rounds, with the recorder's per-thread contexts and SIGTERM watch): steps
+1.026x (A/A 1.003x); whole process 3.92 s against 3.67 s bare; with three regions per step,
+steps 1.011x, parse (20 ms) 1.018x, tree (66 ms) 1.010x, serialize (4.6 ms) 1.012x. An earlier
+run the same day, with a second audit hook since merged into the one hook, gave steps 1.019x
+and parse 1.055x. At load 6-10 the A/A was 0.96-1.38x: too noisy to judge.
 """
 
 from __future__ import annotations
