@@ -23,9 +23,9 @@ module body that runs at import, so no whole release can be `untouched`: the one
 where `untouched` is said.) The figures go in docs/commands.md, `footprint diff`.
 
 Last measured (Python 3.11.7 with the coverage.py recorder, 75 s; Python 3.12.1 with the
-sys.monitoring recorder, 2026-12-02; alike; Linux, 2 CPUs): sqlparse 0.4.2 to 0.6.1, 10 releases all `steps` (5 changed the output); 70
-one-file trees, 60 of which run: 6 `untouched`, all byte-identical; 17 `startup` (2 changed the
-output); 37 `steps` (4).
+sys.monitoring recorder, 2026-12-02; alike; Linux, 2 CPUs): sqlparse 0.4.2 to 0.6.1, 10
+releases all `steps` (5 changed the output); 70 one-file trees, 60 of which run: 6
+`untouched`, all byte-identical; 17 `startup` (2 changed the output); 37 `steps` (4).
 """
 
 from __future__ import annotations
