@@ -8,14 +8,13 @@ import json
 import os
 import py_compile
 import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import copy_engine, lawkit
+from footprint_engine import copy_engine, lawkit, record_harness, recorded
 
 from lawkit.footprint.document import Footprint
 from lawkit.footprint.record import summary
@@ -31,16 +30,8 @@ def engine(tmp_path: Path) -> Path:
     return copy_engine(tmp_path / "engine")
 
 
-def _record(engine: Path, script: str) -> subprocess.CompletedProcess[str]:
-    (engine / "harness.py").write_text(script)
-    return lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py", cwd=engine)
-
-
-def _recorded(engine: Path, script: str) -> dict[str, Any]:
-    result = _record(engine, script)
-    assert result.returncode == 0, result.stderr
-    doc: dict[str, Any] = json.loads((engine / "fp.json").read_text())
-    return doc
+_record = record_harness
+_recorded = recorded
 
 
 def _unit(doc: dict[str, Any], path: str, name: str) -> tuple[list[str], list[str]]:

@@ -6,7 +6,6 @@ recorded. And code objects a function gets after its module ran (``fn.__code__ =
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import copy_engine, lawkit
+from footprint_engine import copy_engine, record_harness, recorded
 
 from lawkit.footprint.audit import ChildWatch
 
@@ -29,18 +28,16 @@ def engine(tmp_path: Path) -> Path:
     return copy_engine(tmp_path / "engine")
 
 
+_PRELUDE = ("import os, subprocess, sys\nimport lawkit.footprint\nimport atom.base\n"
+            "lawkit.footprint.phase('steps')\n")
+
+
 def _record(engine: Path, script: str) -> subprocess.CompletedProcess[str]:
-    (engine / "harness.py").write_text("import os, subprocess, sys\nimport lawkit.footprint\n"
-                                       "import atom.base\nlawkit.footprint.phase('steps')\n"
-                                       f"PY, CODE, Q = {PY!r}, {CODE!r}, {Q!r}\n" + script)
-    return lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py", cwd=engine)
+    return record_harness(engine, f"{_PRELUDE}PY, CODE, Q = {PY!r}, {CODE!r}, {Q!r}\n{script}")
 
 
 def _recorded(engine: Path, script: str) -> dict[str, Any]:
-    result = _record(engine, script)
-    assert result.returncode == 0, result.stderr
-    doc: dict[str, Any] = json.loads((engine / "fp.json").read_text())
-    return doc
+    return recorded(engine, f"{_PRELUDE}PY, CODE, Q = {PY!r}, {CODE!r}, {Q!r}\n{script}")
 
 
 @pytest.mark.parametrize("start, shown, why", [
