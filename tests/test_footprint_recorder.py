@@ -20,6 +20,7 @@ from lawkit.footprint.document import Footprint
 from lawkit.footprint.record import summary
 
 PY = sys.executable
+REPO = Path(__file__).resolve().parents[1]
 SYSMON = sys.version_info >= (3, 12)
 needs_sysmon = pytest.mark.skipif(not SYSMON, reason="sys.monitoring is Python 3.12+")
 needs_coverage = pytest.mark.skipif(SYSMON, reason="coverage.py records on Python 3.11 only")
@@ -337,6 +338,25 @@ def test_pools_record_every_time(engine: Path, method: str) -> None:
     for _ in range(20):
         doc = _recorded(engine, script)
         assert _unit(doc, "atom/worker.py", "work")[0] == ["steps"]
+
+
+@pytest.mark.slow
+def test_the_tutorial_harness_records_every_time(tmp_path: Path) -> None:
+    # Its regions switch while its capture, its worker process and multiprocessing's threads
+    # run: walking every thread's frames at each switch (sys._current_frames()) crashed
+    # CPython 3.12.1 with SIGSEGV in about every other run ("deallocated BytesIO object has
+    # exported buffers").
+    shutil.copytree(REPO / "examples" / "engine", tmp_path / "engine")
+    (tmp_path / "lawkit.toml").write_text('laws = "laws"\n\n[digest]\nroot = "engine"\n'
+                                          'packages = ["atom"]\n')
+    for _ in range(6):
+        shutil.rmtree(tmp_path / "captures", ignore_errors=True)
+        result = lawkit("footprint", "record", "--out", "fp.json", "--", PY,
+                        "engine/run_steps.py", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        doc = json.loads((tmp_path / "fp.json").read_text())
+        assert doc["regions"] == ["*", "prepare_inputs_s", "process_model_outputs_s", "sampler_s",
+                                  "schedule_s"]
 
 
 def _harness_importing(name: str) -> str:

@@ -86,6 +86,8 @@ class SysMonRecorder:
         only for one in all); empty when one is."""
         self._threaded = False
         """An engine thread besides the first has been seen: switches look at every thread."""
+        self._raw_threads = False
+        """A thread was started with ``_thread.start_new_thread`` (not listed by threading)."""
 
     def start(self) -> None:
         """Take the tool id, arm each hashed module's code as it is executed, and count what
@@ -149,6 +151,8 @@ class SysMonRecorder:
         if isinstance(owner, threading.Thread) and _own(owner):
             return
         self._threaded = True
+        if not isinstance(owner, threading.Thread):
+            self._raw_threads = True  # threading.enumerate() will not list it
         default = self._ran.setdefault(self._default, {})
         others = self._others
         if not others:
@@ -167,11 +171,18 @@ class SysMonRecorder:
         if not self._threaded:
             self._others = ()
             return
-        if frames is None:
-            frames = sys._current_frames()
-        own = {t.ident for t in threading.enumerate() if _own(t)}
-        contexts = {self._contexts.get(ident, self._default)
-                    for ident in frames if ident not in own}
+        if frames is not None:  # at start-up and at a phase switch: every thread's stack
+            own = {t.ident for t in threading.enumerate() if _own(t)}
+            idents = [ident for ident in frames if ident not in own]
+        else:
+            # At a region switch, the threads threading knows: sys._current_frames() there made
+            # CPython 3.12.1 crash (SIGSEGV, "deallocated BytesIO object has exported buffers")
+            # in about every other run of the tutorial's harness (its worker process and
+            # multiprocessing's threads running while its regions switch).
+            idents = [t.ident for t in threading.enumerate() if t.ident and not _own(t)]
+        contexts = {self._contexts.get(ident, self._default) for ident in idents}
+        if self._raw_threads:  # a thread from _thread.start_new_thread: threading lists none
+            contexts.add(self._default)
         contexts.add(self._contexts.get(self._ident(), self._default))
         self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
                         if len(contexts) > 1 else ())
