@@ -10,7 +10,10 @@ process (the one whose parent is `record` itself), ``steps`` in any other. In a 
 ``multiprocessing`` worker) it writes the child's marker and the recorder starts over in
 ``steps`` with no region open. At exit, on SIGTERM, on ``os._exit`` and before an exec it
 writes ``<marker>.done``: what ran, the Python children, the modules loaded from the engine's
-folders, and any call that turned the recorder off. Then it runs the ``sitecustomize`` this one
+folders, and any call that turned the recorder off. Its SIGTERM handler is watched by a
+thread (``lawkit-sigterm``) woken through the wakeup fd, so that a signal the main thread would
+never handle still ends the process (`_watch_sigterm`); ``signal.set_wakeup_fd`` is wrapped so
+that a program's reset (-1) puts the watch back. Then it runs the ``sitecustomize`` this one
 hides, if there is one.
 """
 
