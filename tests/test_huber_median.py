@@ -35,7 +35,7 @@ def _fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float, int]:
         for start in range(0, len(y), 40_000):
             yield x[start:start + 40_000], y[start:start + 40_000], None
 
-    result = runner.run(methods.passes("huber", TERMS), chunks)
+    result = runner.run(methods.passes("huber", TERMS), runner.in_turn(chunks))
     return [float(c) for c in result.coef], float(result.scale or 0.0), passes
 
 

@@ -31,7 +31,7 @@ def _chunks(rows: int, seed: int = 7) -> Iterator[tuple[np.ndarray, np.ndarray, 
 def _peak(method: str, rows: int) -> int:
     tracemalloc.start()
     try:
-        runner.run(methods.passes(method, TERMS), lambda: _chunks(rows))
+        runner.run(methods.passes(method, TERMS), runner.in_turn(lambda: _chunks(rows)))
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

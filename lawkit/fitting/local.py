@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from lawkit.fitting.report import FittedLaw
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import BoolArray, FloatArray, RowsSeen, Split, law_design, law_rows
 from lawkit.fitting.scan import Scan, scan_rows
+from lawkit.fitting.solve import workers_for
 from lawkit.fitting.source import Source, chunk_rows_for, start_hashing
 from lawkit.fitting.spill import DesignSpill
 from lawkit.fitting.stats import law_entry
@@ -78,29 +79,31 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
     passes = 0
     designs: DesignSpill | None = None
 
-    def pieces() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
-        nonlocal passes
+    def first_pass() -> Iterator[tuple[FloatArray, FloatArray, FloatArray | None]]:
         # Every pass reads the same rows: the first counts the drops and the domain and, when
         # streamed, spills the design every later pass reads.
-        first = not passes
-        passes += 1
-        if designs is not None and not first:
-            source.record_pass(designs.rows)
-            for piece in designs.pieces():
-                yield piece
-                source.bar.advance(len(piece[1]))
-            return
         for chunk in source.chunks():
             rows, dropped = law_rows(law, chunk, drop_invalid=request.drop_invalid,
                                      held=split.held(chunk) if split else None)
-            if first:
-                seen.dropped += dropped
-                seen.see(chunk, features, rows)
+            seen.dropped += dropped
+            seen.see(chunk, features, rows)
             if rows.any():
                 piece = law_design(law, chunk, rows)
                 if designs is not None:
                     designs.write(*piece)
                 yield piece
+
+    def each(fn: Callable[[FloatArray, FloatArray, FloatArray | None], Any]) -> Iterator[Any]:
+        nonlocal passes
+        passes += 1
+        if designs is None or passes == 1:
+            yield from runner.in_turn(first_pass)(fn)
+            return
+        source.record_pass(designs.rows)
+        for reply, rows in designs.each(lambda x, y, w: (fn(x, y, w), len(y)),
+                                        workers_for(designs.rows)):
+            yield reply
+            source.bar.advance(rows)
 
     try:
         if auto_factors(law.terms):
@@ -111,9 +114,9 @@ def fit_one(law: LawSpec, source: Source, request: FitRequest, split: Split | No
         steps = methods.passes(law.method, law.terms)
         if source.streaming:
             with DesignSpill.create() as designs:
-                result = runner.run(steps, pieces)
+                result = runner.run(steps, each)
         else:
-            parts = list(pieces())
+            parts = list(first_pass())
             if not parts:
                 raise FitError("no rows to fit")
             x, y, w = _stack(parts)
@@ -204,8 +207,8 @@ class _StreamRows:
         if not terms:
             return None, np.zeros(0)
         law = replace(self.law, terms=terms)
-        result = runner.run(methods.passes(law.method, terms),
-                            lambda: (law_design(law, c, r) for c, r in self._rows(law)))
+        result = runner.run(methods.passes(law.method, terms), runner.in_turn(
+            lambda: (law_design(law, c, r) for c, r in self._rows(law))))
         return result.scale, np.asarray(result.coef, dtype=np.float64)
 
     def loss(self, terms: tuple[str, ...], coef: FloatArray, scale: float | None) -> float:

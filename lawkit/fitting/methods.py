@@ -13,8 +13,8 @@ Requests:
 - `Fold`: the R factor of the (robust-)weighted rows (`solve.fold_chunk`) → `Folded`;
 - `Residuals`: the refinement pass at given coefficients (`solve.residual_pass`) →
   `solve.ResidualPass`;
-- `Select`: counts of |r| by their bits, for the exact median by radix selection, and the
-  values near the previous median → `Selected`;
+- `Select`: counts of |r| by their bits, for the exact median by radix selection, or the
+  values near the previous median and the count below them → `Selected`;
 - `Sample`: a bounded sample of the rows (the rows of the `SAMPLE_ROWS` smallest hashes of their
   values, so it does not depend on how the rows are cut into chunks) → `Sampled`;
 - `Stats`: unweighted sums of the residuals at the final coefficients → `Summary`.
@@ -23,8 +23,9 @@ Methods (`METHODS`, the one registry):
 
 - ``ols``: fold, then iterative refinement to the float64 limit (`solve.refine`);
 - ``huber``: Huber M-estimate (c = 1.345) by IRLS, each step a median pass (the MAD scale,
-  exact, usually 2 selection passes: 20 bits, then the bucket gathered) and a weighted fold;
-  the final step refined;
+  exact: the values near the previous step's median gathered, and counted below them; where
+  the median is not among them, or in the first step, radix selection: 20 bits, then the
+  bucket gathered) and a weighted fold; the final step refined;
 - ``robust``: MM-estimate: the high-breakdown start (FAST-LTS and the biweight M-scale of its
   residuals, `lawkit.fitting.robust`) is computed on a bounded sample of at most
   `SAMPLE_ROWS` (20,000) rows, all rows when there are fewer; then Tukey biweight IRLS
@@ -63,9 +64,10 @@ _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
 # tens of millions of rows: two passes per median where 12 bits took three (issue 24).
 _FIRST_DIGIT = 20
 _GATHER = 1 << 16  # candidates for the median few enough to send as values
-# The first pass of a huber step also gathers the values in the first-digit buckets around the
-# previous step's median, as many as the previous step counted there up to this: when the
-# median's bucket is among them the median is exact after one pass (issue 24), else a second.
+# The first pass of a huber step after the first gathers the values in the first-digit buckets
+# around the previous step's median (as many as the last counts put there, up to this) and
+# counts the values below them: when a middle rank falls among them the median is exact after
+# one pass with no histogram (issue 24), else radix selection follows.
 _NEAR = 1 << 19
 _MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
 
@@ -91,17 +93,22 @@ class Weights:
     c: float = 0.0
 
     def of(self, x: Array, y: Array) -> Array:
-        """The weights of rows ``x``, ``y``."""
-        r = y - matvec(x, self.coef)
+        """The weights of rows ``x``, ``y`` (computed in one array, in place)."""
+        out = matvec(x, self.coef)
+        np.subtract(y, out, out=out)  # the residuals
         if self.kind == "huber":
-            tiny = np.finfo(np.float64).tiny
-            return np.asarray(np.minimum(1.0, self.c * self.scale / np.maximum(np.abs(r), tiny)),
-                              dtype=np.float64)
+            np.abs(out, out=out)
+            np.maximum(out, np.finfo(np.float64).tiny, out=out)
+            np.divide(self.c * self.scale, out, out=out)
+            return np.minimum(out, 1.0, out=out)
         if self.kind == "biweight":
-            u = r / (self.c * self.scale)
-            return np.asarray(np.where(np.abs(u) < 1.0, (1.0 - u * u) ** 2, 0.0),
-                              dtype=np.float64)
-        return (np.abs(r) <= solve.EPS * np.abs(y) * 4).astype(np.float64)
+            np.divide(out, self.c * self.scale, out=out)
+            np.multiply(out, out, out=out)
+            # u² < 1 exactly where |u| < 1, and 1 - u² <= 0 elsewhere: (1 - u²)² inside, 0 out
+            np.subtract(1.0, out, out=out)
+            np.maximum(out, 0.0, out=out)
+            return np.multiply(out, out, out=out)
+        return (np.abs(out) <= solve.EPS * np.abs(y) * 4).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -135,8 +142,8 @@ class Select:
     buckets: tuple[tuple[int, int, bool], ...]
     step: Array | None = None
     near: tuple[int, int] | None = None
-    """First-digit buckets (lowest, highest) whose values to gather as well (at most `_NEAR`
-    of them: past that, none)."""
+    """First-digit buckets (lowest, highest) whose values to gather (at most `_NEAR` of them:
+    past that, none), and below which to count the values."""
 
 
 @dataclass(frozen=True)
@@ -196,16 +203,29 @@ class Folded:
 @dataclass
 class Selected:
     """Per bucket of a `Select`: the counts by next bits, or the values; max |X step|; the
-    bits of the values in the `near` buckets (None when there were more than `_NEAR`)."""
+    bits of the values in the `near` buckets (None when there were more than `_NEAR`), and
+    the count of values below those buckets."""
 
     found: list[Any]
     moved: float = 0.0
     near: Any = None
+    below: int = 0
 
     def merge(self, other: Selected) -> Selected:
-        found = [a + b if a.dtype.kind == "i" else np.concatenate([a, b])
-                 for a, b in zip(self.found, other.found, strict=True)]
-        return Selected(found, max(self.moved, other.moved), _joined(self.near, other.near))
+        out = Selected([a.copy() for a in self.found], self.moved, self.near, self.below)
+        out.absorb(other)
+        return out
+
+    def absorb(self, other: Selected) -> None:
+        """Merge ``other`` (rows after these) into this reply, the counts added in place."""
+        for k, (a, b) in enumerate(zip(self.found, other.found, strict=True)):
+            if a.dtype.kind == "i":
+                a += b
+            else:
+                self.found[k] = np.concatenate([a, b])
+        self.moved = max(self.moved, other.moved)
+        self.near = _joined(self.near, other.near)
+        self.below += other.below
 
 
 def _joined(a: Any, b: Any) -> Any:
@@ -298,6 +318,15 @@ def merge(a: Any, b: Any) -> Any:
     return a.merge(b)
 
 
+def absorb(a: Any, b: Any) -> Any:
+    """`merge`, where ``a`` is the caller's own and may be updated in place (a fold's R factor,
+    a selection's counts: no copy of them per chunk)."""
+    if isinstance(a, Folded | Selected):
+        a.absorb(b)
+        return a
+    return merge(a, b)
+
+
 # -- answering a request from one chunk ---------------------------------------------------------
 
 
@@ -332,12 +361,14 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
     weights, rw = _weights(request.robust, x, y, w)
     design = x if request.columns is None else x[:, request.columns]
     out.state = solve.fold_chunk(out.state, design, y, weights, terms=request.terms)
-    out.ymax = max(out.ymax, float(np.max(np.abs(y))) if y.size else 0.0)
-    kept = np.ones(len(y), dtype=bool) if w is None else w > 0.0
-    out.kept += int(np.count_nonzero(kept))
+    if y.size:
+        out.ymax = max(out.ymax, float(y.max()), -float(y.min()))
+    kept = None if w is None else w > 0.0
+    out.kept += len(y) if kept is None else int(np.count_nonzero(kept))
     out.weighted = out.weighted or w is not None
     if rw is not None:
-        out.down += int(np.count_nonzero(rw[kept] < 0.5))
+        low = rw < 0.5
+        out.down += int(np.count_nonzero(low if kept is None else low & kept))
     if request.step is not None and y.size:
         out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
     return out
@@ -359,11 +390,14 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
         out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
     size = np.abs(r if w is None else r[w > 0.0])
     bits = size.view(np.uint64)
-    if request.near is not None and out.near is not None:
+    if request.near is not None:
         low, high = request.near
         first = bits >> np.uint64(64 - _FIRST_DIGIT)
-        # one comparison: first - low wraps around to a huge number below low
-        out.near = _joined(out.near, bits[(first - np.uint64(low)) <= np.uint64(high - low)])
+        out.below += int(np.count_nonzero(first < np.uint64(low)))
+        if out.near is not None:
+            # one comparison: first - low wraps around to a huge number below low
+            first -= np.uint64(low)
+            out.near = _joined(out.near, bits[first <= np.uint64(high - low)])
     for k, (prefix, shift, gather) in enumerate(request.buckets):
         inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
         if gather:
@@ -399,6 +433,10 @@ def _sample(request: Sample, reply: Sampled | None, x: Array, y: Array, w: Array
         kept = w > 0.0
         x, y = x[kept], y[kept]
     keys = _row_keys(x, y, request.seed)
+    if keys.shape[0] > request.size:
+        # Only the chunk's `size` smallest keys (ties kept) can enter the sample.
+        kept = keys <= np.partition(keys, request.size - 1)[request.size - 1]
+        x, y, keys = x[kept], y[kept], keys[kept]
     if reply is not None and reply.keys.shape[0] >= request.size:
         # Only rows that beat the current sample's largest key can enter it.
         below = keys < reply.keys.max()
@@ -483,9 +521,12 @@ def ols_passes(terms: Sequence[str]) -> Steps:
 
 
 class _Median:
-    """The exact median of |r| over `n` values by radix selection on their bits (non-negative
-    floats order as their bit patterns): each pass counts the values of the bucket holding a
-    middle rank by their next bits (20, then 12), until the bucket is few enough to gather."""
+    """The exact median of |r| over `n` values. After the first IRLS step the first pass
+    gathers the values near the previous step's median (`window`) and counts those below
+    them: a middle rank among them is found at once. Otherwise radix selection on the values'
+    bits (non-negative floats order as their bit patterns): each pass counts the values of the
+    bucket holding a middle rank by their next bits (20, then 12), until the bucket is few
+    enough to gather."""
 
     def __init__(self, n: int, previous: _Median | None = None) -> None:
         ranks = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
@@ -493,13 +534,16 @@ class _Median:
         self.targets = [[0, 64, rank, n] for rank in ranks]
         self.values: list[float | None] = [None] * len(ranks)
         self.near = previous.window() if previous is not None else None
-        """The first-digit buckets whose values the first pass gathers (`Select.near`)."""
-        self._counts: Array | None = None  # the first pass's counts by first digit
+        """The first-digit buckets whose values the first pass gathers (`Select.near`), None
+        once they missed."""
+        # the latest counts by first digit (this step's, else an earlier one's): the next
+        # window's size
+        self._counts: Array | None = previous._counts if previous is not None else None
         self._digits: list[int] = []  # the first digits of the middle ranks
 
     def window(self) -> tuple[int, int] | None:
         """The first-digit buckets around this median worth gathering in the next step's first
-        pass: the median's, widened on both sides while this pass counted at most half of
+        pass: the median's, widened on both sides while the latest counts put at most half of
         `_NEAR` values in them (the scale moves little from one IRLS step to the next)."""
         counts = self._counts
         if counts is None or not self._digits:
@@ -514,11 +558,17 @@ class _Median:
         return (low, high) if total <= _NEAR // 2 else None
 
     def buckets(self) -> tuple[tuple[int, int, bool], ...]:
+        """The buckets the next pass counts or gathers: none when it gathers the near values."""
+        if self.near is not None:
+            return ()
         wanted = {(t[0], t[1], t[3] <= _GATHER) for t, v in zip(self.targets, self.values,
                                                                  strict=True) if v is None}
         return tuple(sorted(wanted))
 
     def update(self, asked: tuple[tuple[int, int, bool], ...], got: Selected) -> None:
+        if not asked:
+            self._near(got)
+            return
         answers = dict(zip(asked, got.found, strict=True))
         for k, target in enumerate(self.targets):
             if self.values[k] is not None:
@@ -535,17 +585,22 @@ class _Median:
             if shift == 64:
                 self._counts = found
                 self._digits.append(digit)
-                if got.near is not None and self.near is not None \
-                        and self.near[0] <= digit <= self.near[1]:
-                    # the bucket's values were gathered with the counts: what a second pass
-                    # gathering the bucket would give
-                    inside = got.near[(got.near >> np.uint64(64 - width)) == np.uint64(digit)]
-                    self.values[k] = float(np.sort(inside.view(np.float64))[rank - below])
-                    continue
             prefix = digit if shift == 64 else (prefix << width) | digit
             target[:] = [prefix, shift - width, rank - below, int(found[digit])]
             if shift - width == 0:
                 self.values[k] = float(np.array([prefix], dtype=np.uint64).view(np.float64)[0])
+
+    def _near(self, got: Selected) -> None:
+        """The middle ranks among the gathered near values; radix selection for the others."""
+        self.near = None
+        if got.near is None:
+            return  # more than `_NEAR` values: gathered none
+        values = np.sort(got.near)
+        for k, target in enumerate(self.targets):
+            at = target[2] - got.below
+            if 0 <= at < values.size:
+                self.values[k] = float(values[at : at + 1].view(np.float64)[0])
+                self._digits.append(int(values[at] >> np.uint64(64 - _FIRST_DIGIT)))
 
     @property
     def done(self) -> bool:
@@ -733,6 +788,7 @@ __all__ = [
     "Stats",
     "Summary",
     "Weights",
+    "absorb",
     "answer",
     "matvec",
     "merge",

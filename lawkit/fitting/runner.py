@@ -8,6 +8,7 @@ merged in order, the same mergeable replies as a streamed or distributed fit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -17,6 +18,9 @@ from lawkit.fitting import methods, solve
 
 Array = solve.Array
 Chunk = tuple[Array, Array, Array | None]
+Each = Callable[[Callable[[Array, Array, Array | None], Any]], Iterable[Any]]
+"""A pass over a law's rows: ``each(fn)`` gives ``fn(x, y, w)`` of every chunk, in the order of
+the rows."""
 
 
 def drive(steps: methods.Steps, answer_all: Callable[[methods.Request], Any]) -> solve.FitResult:
@@ -32,16 +36,24 @@ def drive(steps: methods.Steps, answer_all: Callable[[methods.Request], Any]) ->
                 return result
 
 
-def run(steps: methods.Steps, chunks: Callable[[], Iterable[Chunk]]) -> solve.FitResult:
-    """The fit, every pass one read of ``chunks()``."""
+def run(steps: methods.Steps, each: Each) -> solve.FitResult:
+    """The fit, every pass one call of ``each``: each chunk answered on its own and the replies
+    merged in the order of the rows, so that the result does not depend on which thread
+    answered which chunk first."""
 
     def answer_all(request: methods.Request) -> Any:
         reply = None
-        for x, y, w in chunks():
-            reply = methods.answer(request, reply, x, y, w)
+        for part in each(functools.partial(methods.answer, request, None)):
+            reply = methods.absorb(reply, part)
         return reply
 
     return drive(steps, answer_all)
+
+
+def in_turn(chunks: Callable[[], Iterable[Chunk]]) -> Each:
+    """The pass ``each`` over ``chunks()`` (a fresh iterator over the same rows each time),
+    every chunk answered on this thread as it is read."""
+    return lambda fn: (fn(x, y, w) for x, y, w in chunks())
 
 
 def run_arrays(steps: methods.Steps, x: Array, y: Array, w: Array | None) -> solve.FitResult:

@@ -317,12 +317,16 @@ def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None) -> tuple[Array, A
         k = stop - start
         work[:q] = r
         block = work[q : q + k]
-        block[:, : q - 1] = x[start:stop]
-        block[:, q - 1] = y[start:stop]
-        np.minimum(lo, block.min(axis=0), out=lo)
-        np.maximum(hi, block.max(axis=0), out=hi)
-        if sw is not None:
-            block *= sw[start:stop, None]
+        xb, yb = x[start:stop], y[start:stop]
+        np.minimum(lo[:-1], xb.min(axis=0), out=lo[:-1])
+        np.maximum(hi[:-1], xb.max(axis=0), out=hi[:-1])
+        lo[-1], hi[-1] = np.minimum(lo[-1], yb.min()), np.maximum(hi[-1], yb.max())  # NaN too
+        if sw is None:
+            block[:, : q - 1] = xb
+            block[:, q - 1] = yb
+        else:
+            np.multiply(xb, sw[start:stop, None], out=block[:, : q - 1])
+            np.multiply(yb, sw[start:stop], out=block[:, q - 1])
         qr, _tau, _work, info = lapack.dgeqrf(work[: q + k], lwork=64 * q, overwrite_a=True)
         if info != 0:  # pragma: no cover - LAPACK argument errors are bugs
             raise RuntimeError(f"dgeqrf failed with info={info}")

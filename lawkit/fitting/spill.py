@@ -31,6 +31,7 @@ block is read.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import io
@@ -38,11 +39,12 @@ import os
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -56,6 +58,7 @@ _CODES = np.dtype(np.int32)
 _EMPTY = "\x00empty:"
 """The prefix of a block's column holding another column's empty cells (a region the step did
 not enter, DESIGN.md section 7), stored only where a chunk has such cells."""
+_T = TypeVar("_T")
 _open: set[Path] = set()
 """This process's spill files, until removed."""
 
@@ -273,23 +276,41 @@ class DesignSpill:
             raise _no_room(exc, str(self.path.parent)) from None
         self._pieces.append((start, rows, cols, w is not None))
 
-    def pieces(self) -> Iterator[tuple[Any, Any, Any]]:
-        """Every piece in order, read into one buffer (valid until the next is asked for)."""
+    def each(self, fn: Callable[[Any, Any, Any], _T], workers: int) -> Iterator[_T]:
+        """``fn(x, y, w)`` of every piece, in the pieces' order, run on `workers` threads: each
+        thread reads its pieces into one buffer of its own (``os.preadv``, at the piece's
+        offset), so a piece is read while another is answered. The arrays ``fn`` gets are views
+        of that buffer, valid until ``fn`` returns; at most two pieces a thread are in flight."""
         assert self._file is not None
         _flush(self._file, self.path)
-        sizes = [rows * (cols + 1 + weighted) * 8 for _, rows, cols, weighted in self._pieces]
-        buffer = bytearray(max(sizes, default=0))
-        view = memoryview(buffer)
-        for (offset, rows, cols, weighted), size in zip(self._pieces, sizes, strict=True):
-            self._file.seek(offset)
-            if self._file.readinto(view[:size]) != size:
+        fd = self._file.fileno()
+        largest = max((rows * (cols + 1 + weighted) * 8
+                       for _, rows, cols, weighted in self._pieces), default=0)
+        buffers = threading.local()
+
+        def one(piece: tuple[int, int, int, bool]) -> _T:
+            offset, rows, cols, weighted = piece
+            size = rows * (cols + 1 + weighted) * 8
+            buffer = getattr(buffers, "buffer", None)
+            if buffer is None:
+                buffer = buffers.buffer = bytearray(largest)
+            if os.preadv(fd, [memoryview(buffer)[:size]], offset) != size:
                 raise FitError(f"the spill {self.path} was cut short: was the temp folder "
                                "cleaned during the fit?")
             x = np.frombuffer(buffer, dtype=np.float64, count=rows * cols).reshape(cols, rows).T
             y = np.frombuffer(buffer, dtype=np.float64, count=rows, offset=rows * cols * 8)
             w = np.frombuffer(buffer, dtype=np.float64, count=rows,
                               offset=rows * (cols + 1) * 8) if weighted else None
-            yield x, y, w
+            return fn(x, y, w)
+
+        with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+            pending: collections.deque[Future[_T]] = collections.deque()
+            for piece in self._pieces:
+                pending.append(pool.submit(one, piece))
+                if len(pending) > 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def __enter__(self) -> DesignSpill:
         return self
