@@ -10,7 +10,8 @@ serialisable value (DESIGN.md section 10): an R factor, sums, histograms, a boun
 
 Requests:
 
-- `Fold`: the R factor of the (robust-)weighted rows (`solve.fold_chunk`) → `Folded`;
+- `Fold`: the R factor of the rows (`solve.fold_chunk`), or of the rows under robust weights
+  (an IRLS step: `solve.refold_chunk`) → `Folded`;
 - `Residuals`: the refinement pass at given coefficients (`solve.residual_pass`) →
   `solve.ResidualPass`;
 - `Select`: counts of |r| by their bits, for the exact median by radix selection, or the
@@ -170,14 +171,13 @@ Request = Fold | Residuals | Select | Sample | Stats
 
 @dataclass
 class Folded:
-    """A fold over some rows: its R factor (None before any row), max |y|, the rows of weight
-    > 0, of those the rows a robust weight < 0.5 downweights, max |X step|, whether any row
-    carried a user weight."""
+    """A fold over some rows: its R factor (None before any row), max |X step|; max |y|, the
+    rows of weight > 0 and whether any row carried a user weight, which only a fold without
+    robust weights takes (an IRLS step's has them from the first fold)."""
 
     state: solve.PartialFit | None = None
     ymax: float = 0.0
     kept: int = 0
-    down: int = 0
     moved: float = 0.0
     weighted: bool = False
 
@@ -195,7 +195,6 @@ class Folded:
             self.state = solve.merge(self.state, other.state)
         self.ymax = max(self.ymax, other.ymax)
         self.kept += other.kept
-        self.down += other.down
         self.moved = max(self.moved, other.moved)
         self.weighted = self.weighted or other.weighted
 
@@ -360,15 +359,14 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
     out = reply if reply is not None else Folded()
     weights, rw = _weights(request.robust, x, y, w)
     design = x if request.columns is None else x[:, request.columns]
-    out.state = solve.fold_chunk(out.state, design, y, weights, terms=request.terms)
-    if y.size:
-        out.ymax = max(out.ymax, float(y.max()), -float(y.min()))
-    kept = None if w is None else w > 0.0
-    out.kept += len(y) if kept is None else int(np.count_nonzero(kept))
-    out.weighted = out.weighted or w is not None
-    if rw is not None:
-        low = rw < 0.5
-        out.down += int(np.count_nonzero(low if kept is None else low & kept))
+    if rw is None:
+        out.state = solve.fold_chunk(out.state, design, y, weights, terms=request.terms)
+        if y.size:
+            out.ymax = max(out.ymax, float(y.max()), -float(y.min()))
+        out.kept += len(y) if w is None else int(np.count_nonzero(w > 0.0))
+        out.weighted = out.weighted or w is not None
+    else:  # an IRLS step: the rows the first fold checked and counted, under new weights
+        out.state = solve.refold_chunk(out.state, design, y, weights, terms=request.terms)
     if request.step is not None and y.size:
         out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
     return out
@@ -382,22 +380,22 @@ def _width(shift: int) -> int:
 def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Array | None,
             ) -> Selected:
     out = reply if reply is not None else Selected(
-        [np.zeros(1 << _width(shift), dtype=np.int64) if not gather else np.zeros(0)
-         for _prefix, shift, gather in request.buckets],
+        [None if not gather else np.zeros(0) for _prefix, _shift, gather in request.buckets],
         near=np.zeros(0, dtype=np.uint64) if request.near is not None else None)
-    r = y - matvec(x, request.coef)
+    size = matvec(x, request.coef)
+    np.subtract(y, size, out=size)
+    np.abs(size, out=size)  # |r|
     if request.step is not None and y.size:
         out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
-    size = np.abs(r if w is None else r[w > 0.0])
-    bits = size.view(np.uint64)
+    bits = (size if w is None else size[w > 0.0]).view(np.uint64)
     if request.near is not None:
         low, high = request.near
-        first = bits >> np.uint64(64 - _FIRST_DIGIT)
-        out.below += int(np.count_nonzero(first < np.uint64(low)))
+        start = np.uint64(low << (64 - _FIRST_DIGIT))  # the lowest bits in the buckets
+        out.below += int(np.count_nonzero(bits < start))
         if out.near is not None:
-            # one comparison: first - low wraps around to a huge number below low
-            first -= np.uint64(low)
-            out.near = _joined(out.near, bits[first <= np.uint64(high - low)])
+            # one comparison: bits - start wraps around to a huge number below start
+            span = np.uint64(((high - low + 1) << (64 - _FIRST_DIGIT)) - 1)
+            out.near = _joined(out.near, bits[(bits - start) <= span])
     for k, (prefix, shift, gather) in enumerate(request.buckets):
         inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
         if gather:
@@ -406,24 +404,29 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
         width = _width(shift)
         digits = ((inside >> np.uint64(shift - width)) & np.uint64((1 << width) - 1)
                   ).astype(np.intp)
-        if digits.size * 8 < 1 << width:  # a small chunk: no histogram-sized temporary
-            values, counts = np.unique(digits, return_counts=True)
-            out.found[k][values] += counts
+        counts = np.bincount(digits, minlength=1 << width)
+        if out.found[k] is None:
+            out.found[k] = counts
         else:
-            out.found[k] += np.bincount(digits, minlength=1 << width)
+            out.found[k] += counts
     return out
 
 
 def _row_keys(x: Array, y: Array, seed: int) -> Any:
-    """A 64-bit hash of every row's values (splitmix64 over the bits of each column)."""
+    """A 64-bit hash of every row's values (splitmix64 over the bits of each column), computed
+    in two arrays, in place."""
+    h = np.full(y.shape[0], np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
+    shifted = np.empty_like(h)
     with np.errstate(over="ignore"):
-        h = np.full(y.shape[0], np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
-        for col in (*(np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])), y):
-            z = h ^ np.ascontiguousarray(col, dtype=np.float64).view(np.uint64)
-            z = z + np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            h = z ^ (z >> np.uint64(31))
+        for col in (*(x[:, j] for j in range(x.shape[1])), y):
+            np.bitwise_xor(h, np.ascontiguousarray(col, dtype=np.float64).view(np.uint64), out=h)
+            h += np.uint64(0x9E3779B97F4A7C15)
+            for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+                np.right_shift(h, np.uint64(shift), out=shifted)
+                h ^= shifted
+                h *= np.uint64(factor)
+            np.right_shift(h, np.uint64(31), out=shifted)
+            h ^= shifted
     return h
 
 
@@ -654,9 +657,11 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
 
 def _robust_finish(first: Folded, current: Folded, weights: Weights | None, method: str,
                    scale: float, iterations: int) -> Steps:
-    assert current.state is not None
+    assert first.state is not None and current.state is not None
+    # an IRLS step's fold takes no domain: the rows' is the first fold's
+    state = replace(current.state, col_min=first.state.col_min, col_max=first.state.col_max)
     try:
-        result = yield from _refine(current.state, method, robust_weights=weights)
+        result = yield from _refine(state, method, robust_weights=weights)
     except FitError as err:
         raise _after_downweighting(err) from err
     result = replace(result, iterations=iterations, scale=scale, downweighted=0)

@@ -305,10 +305,12 @@ def _blocks(n: int, size: int = _BLOCK) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + size)
 
 
-def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None) -> tuple[Array, Array, Array]:
+def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None, extremes: bool = True,
+               ) -> tuple[Array, Array, Array]:
     """R factor of [r; sqrt(w)·[x y]] by blocked Householder QR (LAPACK dgeqrf).
 
-    Also returns the column minima and maxima of [x y], taken while the block is in cache.
+    Also returns the column minima and maxima of [x y], taken while the block is in cache
+    (with `extremes`; else +inf and -inf).
     """
     q = r.shape[0]
     lo, hi = np.full(q, np.inf), np.full(q, -np.inf)
@@ -318,9 +320,10 @@ def _fold_rows(r: Array, x: Array, y: Array, sw: Array | None) -> tuple[Array, A
         work[:q] = r
         block = work[q : q + k]
         xb, yb = x[start:stop], y[start:stop]
-        np.minimum(lo[:-1], xb.min(axis=0), out=lo[:-1])
-        np.maximum(hi[:-1], xb.max(axis=0), out=hi[:-1])
-        lo[-1], hi[-1] = np.minimum(lo[-1], yb.min()), np.maximum(hi[-1], yb.max())  # NaN too
+        if extremes:
+            np.minimum(lo[:-1], xb.min(axis=0), out=lo[:-1])
+            np.maximum(hi[:-1], xb.max(axis=0), out=hi[:-1])
+            lo[-1], hi[-1] = np.minimum(lo[-1], yb.min()), np.maximum(hi[-1], yb.max())  # NaN too
         if sw is None:
             block[:, : q - 1] = xb
             block[:, q - 1] = yb
@@ -405,6 +408,26 @@ def _fold(state: PartialFit | None, names: tuple[str, ...], xa: Array, ya: Array
         lo, hi = np.minimum(state.col_min, lo), np.maximum(state.col_max, hi)
         n += state.n
     return PartialFit(names, r, n, *moments, col_min=lo, col_max=hi)
+
+
+def refold_chunk(state: PartialFit | None, x: Array, y: Array, w: Array | None, *,
+                 terms: Sequence[str]) -> PartialFit:
+    """Fold again, under new weights, rows that `fold_chunk` has already taken (an IRLS step):
+    only the R factor, the row count and Σw.
+
+    The values are not checked again and neither the moments of y nor the domain are taken:
+    the moments are NaN and the domain empty, for the caller has both from its first fold.
+    """
+    names = tuple(terms)
+    p = len(names)
+    r0 = np.zeros((p + 1, p + 1)) if state is None else state.r
+    with one_blas_thread():
+        r = _fold_rows(r0, x, y, None if w is None else np.sqrt(w), extremes=False)[0]
+    n, sum_w = y.shape[0], float(y.shape[0]) if w is None else float(np.sum(w))
+    if state is not None:
+        n, sum_w = n + state.n, sum_w + state.sum_w
+    return PartialFit(names, r, n, sum_w, math.nan, math.nan, col_min=np.full(p, np.inf),
+                      col_max=np.full(p, -np.inf))
 
 
 @overload
