@@ -1,10 +1,12 @@
-"""Huber's exact MAD scale in fewer passes (issue 24): a step's first selection pass also
-gathers the values near the previous step's median, so the median is usually exact after one
-pass over the rows instead of two, and the fit is the same bit for bit."""
+"""Huber's exact MAD scale in fewer passes (issue 24): a step's first selection pass gathers
+the values near the previous step's median and counts those below them, with no histogram, so
+the median is usually exact after one light pass over the rows instead of two, and the fit is
+the same bit for bit."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,3 +61,24 @@ def test_too_many_values_near_the_last_median_fall_back_to_a_second_pass(
     monkeypatch.setattr(methods._Median, "window", lambda self: (0, (1 << 20) - 1))
     coef, scale, passes = _fit(x, y)
     assert (coef, scale) == exact[:2] and passes > exact[2]
+
+
+def test_a_median_near_the_last_one_takes_one_pass_that_counts_no_histogram() -> None:
+    x, y = _rows()
+    selects: list[methods.Select] = []
+    answer = methods.answer
+
+    def each(fn: Any) -> Iterator[Any]:
+        request = fn.args[0]
+        if isinstance(request, methods.Select):
+            selects.append(request)
+        for start in range(0, len(y), 40_000):
+            yield answer(request, None, x[start:start + 40_000], y[start:start + 40_000], None)
+
+    result = runner.run(methods.passes("huber", TERMS), each)
+    near = [s for s in selects if s.near is not None]
+    histograms = [s for s in selects if any(not gather for _p, _s, gather in s.buckets)]
+    assert result.iterations >= 5 and len(near) >= result.iterations - 1
+    assert all(s.buckets == () for s in near)  # gathered and counted below: no histogram
+    # the first step's median and at most one step whose median left its window count them
+    assert len(histograms) <= 2 + 1

@@ -362,6 +362,16 @@ def test_huber_and_robust_downweight_gross_outliers() -> None:
         assert scaled_distance(result, clean, x) < 0.05, method
 
 
+def test_huber_and_robust_give_the_domain_of_every_row() -> None:
+    # their IRLS steps fold without taking the domain again: the result has the first fold's
+    x, y, _w = problem(n=400, seed=6)
+    y[:20] += 50.0
+    for method in ("huber", "robust"):
+        result = fit_arrays(x, y, TERMS, method=method)
+        assert result.domain == tuple((float(c.min()), float(c.max())) for c in x.T), method
+        assert math.isfinite(result.r2) and result.iterations > 1, method
+
+
 def test_nnls_holds_a_negative_coefficient_at_zero() -> None:
     rng = np.random.default_rng(6)
     x = np.column_stack([np.ones(80), rng.uniform(0, 10, 80), rng.uniform(0, 10, 80)])

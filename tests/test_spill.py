@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typer.testing import CliRunner
 from lawkit.cli import app
 from lawkit.config import Workspace, load_workspace
 from lawkit.errors import CaptureError, FitError
-from lawkit.fitting import captures, methods, progress, source, spill
+from lawkit.fitting import captures, local, methods, progress, source, spill
 from lawkit.fitting.fit import FitRequest, fit_laws
 
 CHUNK = 97  # rows per streamed chunk: many blocks, cut where no row group would be
@@ -80,6 +81,37 @@ def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     _temp_in(folder, monkeypatch)
     return folder
+
+
+def test_a_pass_over_the_design_spill_answers_its_pieces_on_threads_in_the_rows_order(
+        temp: Path) -> None:
+    rng = np.random.default_rng(5)
+    pieces = [(rng.random((n, 3)), rng.random(n), rng.random(n) if n % 2 else None)
+              for n in (5, 700, 1, 333, 2048, 64, 900, 17)]
+    with spill.DesignSpill.create() as designs:
+        for piece in pieces:
+            designs.write(*piece)
+        # each thread reads into a buffer of its own: a copy taken while answering is intact
+        got = list(designs.each(lambda x, y, w: (threading.get_ident(), x.copy(), y.copy(),
+                                                 None if w is None else w.copy()), workers=3))
+    assert threading.get_ident() not in {ident for ident, *_ in got}
+    assert len(got) == len(pieces)
+    for (_ident, x, y, w), (ex, ey, ew) in zip(got, pieces, strict=True):
+        np.testing.assert_array_equal(x, ex)
+        np.testing.assert_array_equal(y, ey)
+        assert (w is None) == (ew is None) and (w is None or np.array_equal(w, ew))
+
+
+@pytest.mark.parametrize("method", ["ols", "huber", "robust"])
+def test_a_streamed_fit_is_the_same_to_the_bit_whatever_the_threads_answering_its_passes(
+        method: str, tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path)
+    fits = []
+    for workers in (1, 2, 5):
+        monkeypatch.setattr(local, "workers_for", lambda rows, k=workers: k)
+        report = fit_laws(_request(tmp_path, method), ws)
+        fits.append({f.spec.name: f.law["fit"] | {"terms": f.law["terms"]} for f in report.laws})
+    assert fits[0] == fits[1] == fits[2]
 
 
 @pytest.mark.parametrize("method", list(methods.NAMES))

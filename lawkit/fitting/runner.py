@@ -1,9 +1,11 @@
 """The local runner: a method's passes (`lawkit.fitting.methods`) answered in this process.
 
-`run` answers every request by one pass over ``chunks()`` (a fresh iterator over the same rows
-each time: chunks read again from the capture files, so memory does not grow with the rows);
-`run_arrays` over rows in memory, split across threads (numpy and LAPACK release the GIL) and
-merged in order, the same mergeable replies as a streamed or distributed fit.
+`run` answers every request by one pass over the rows, ``each`` (`Each`): every chunk answered
+on its own, read again each time (from the captures, `in_turn`, or from a law's design spill
+on worker threads, `lawkit.fitting.spill.DesignSpill.each`), so memory does not grow with the
+rows; `run_arrays` over rows in memory, split across threads (numpy and LAPACK release the
+GIL). Either way the replies merge in the order of the rows, the same mergeable replies as a
+distributed fit, so a fit does not depend on which thread answered first.
 """
 
 from __future__ import annotations
