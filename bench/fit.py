@@ -32,12 +32,14 @@ bare lstsq 2.79 s, 1294 MiB: lawkit / bare 1.52, lawkit / statsmodels 0.38. Stre
    spill), the time over ols' at the largest size, and the verdict against issue 13's targets
    (the largest within 64 MiB of the smallest, and under 600 MiB) and issue 24's (huber and
    robust within 2x of ols). Measured 2026-12-02 on an otherwise idle 2-CPU machine, wall /
-   CPU s at 5M and 20M, passes at 20M, peak RSS MiB at 5M / 20M: ols 3.6 / 4.2 and
-   13.3 / 14.4 (3; 221 / 214), nnls 3.3 / 3.7 and 15.5 / 15.6 (3; 205 / 221), huber
-   8.9 / 9.3 and 40.5 / 40.7 (33; 231 / 245: 3.0x ols' wall, MISSED), robust 8.1 / 8.6 and
-   40.7 / 38.4 (19; 263 / 271: 3.1x, MISSED). Before the spill (every pass parsed the CSV):
-   huber 96.5 / 345.7 s, robust 35.0 / 135.8 s (wall, a shared machine). Wall times on a
-   machine other jobs load run to three times the CPU time.
+   CPU s at 5M and 20M, passes at 20M, peak RSS MiB at 5M / 20M: ols 3.3 / 4.0 and
+   11.5 / 14.1 (3; 216 / 234), nnls 2.9 / 3.7 and 11.3 / 13.8 (3; 215 / 239), huber
+   5.5 / 8.3 and 20.2 / 31.2 (34; 286 / 327: 1.75x ols' wall, ok), robust 5.5 / 7.9 and
+   18.4 / 27.7 (19; 284 / 289: 1.60x, ok): every pass after a law's first runs on both CPUs.
+   On one CPU (taskset -c 0) at 20M: ols 14.1 s, huber 33.0 s (2.3x), robust 31.8 s (2.3x).
+   Before the spill (every pass parsed the CSV): huber 96.5 / 345.7 s, robust 35.0 / 135.8 s
+   (wall, a shared machine). Wall times on a machine other jobs load run to three times the
+   CPU time.
 """
 
 from __future__ import annotations

@@ -760,8 +760,9 @@ def _statistics(state: PartialFit, b: Array, ssr: float, acc: ResidualPass, rs: 
 
 
 def workers_for(n: int) -> int:
-    """Threads for a pass over n rows in memory."""
-    return max(1, min(os.cpu_count() or 1, 8)) if n >= _PARALLEL_ROWS else 1
+    """Threads for a pass over n rows: the CPUs this process may run on, at most 8."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, 8)) if n >= _PARALLEL_ROWS else 1
 
 
 def split_rows(n: int, parts: int) -> list[tuple[int, int]]:

@@ -23,7 +23,7 @@ spill (missing, read-only, full) is a FitError naming it and TMPDIR.
 A law's own passes read less still: its first pass spills the design it builds (`DesignSpill`:
 X in column order, y and the weights, piece by piece as the first pass cut them), and every
 later pass of its method reads those pieces back, with no row selection, validation or design
-to build again.
+to build again, on worker threads: each reads its pieces into one buffer of its own.
 
 A spilled chunk's arrays, and a spilled piece's, are views of the buffer: valid until the next
 block is read.
@@ -280,7 +280,7 @@ class DesignSpill:
         """``fn(x, y, w)`` of every piece, in the pieces' order, run on `workers` threads: each
         thread reads its pieces into one buffer of its own (``os.preadv``, at the piece's
         offset), so a piece is read while another is answered. The arrays ``fn`` gets are views
-        of that buffer, valid until ``fn`` returns; at most two pieces a thread are in flight."""
+        of that buffer, valid until ``fn`` returns; one piece more than the threads is in flight."""
         assert self._file is not None
         _flush(self._file, self.path)
         fd = self._file.fileno()
@@ -307,7 +307,7 @@ class DesignSpill:
             pending: collections.deque[Future[_T]] = collections.deque()
             for piece in self._pieces:
                 pending.append(pool.submit(one, piece))
-                if len(pending) > 2 * workers:
+                if len(pending) > workers:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
