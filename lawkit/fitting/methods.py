@@ -79,6 +79,12 @@ def matvec(x: Array, b: Array) -> Array:
     return np.asarray(np.asfortranarray(x) @ b, dtype=np.float64)
 
 
+def _peak(x: Array, step: Array) -> float:
+    """max |X step| over rows ``x`` (at least one): how far a step moved the fitted values."""
+    moved = matvec(x, step)
+    return max(float(moved.max()), -float(moved.min()))
+
+
 # -- requests -----------------------------------------------------------------------------------
 
 
@@ -368,7 +374,7 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
     else:  # an IRLS step: the rows the first fold checked and counted, under new weights
         out.state = solve.refold_chunk(out.state, design, y, weights, terms=request.terms)
     if request.step is not None and y.size:
-        out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
+        out.moved = max(out.moved, _peak(x, request.step))
     return out
 
 
@@ -386,7 +392,7 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
     np.subtract(y, size, out=size)
     np.abs(size, out=size)  # |r|
     if request.step is not None and y.size:
-        out.moved = max(out.moved, float(np.max(np.abs(matvec(x, request.step)))))
+        out.moved = max(out.moved, _peak(x, request.step))
     bits = (size if w is None else size[w > 0.0]).view(np.uint64)
     if request.near is not None:
         low, high = request.near
