@@ -102,6 +102,17 @@ def test_a_pass_over_the_design_spill_answers_its_pieces_on_threads_in_the_rows_
         assert (w is None) == (ew is None) and (w is None or np.array_equal(w, ew))
 
 
+def test_a_design_spill_cut_short_during_the_fit_is_a_fit_error_naming_it(temp: Path) -> None:
+    with spill.DesignSpill.create() as designs:
+        for n in (300, 300, 300):
+            designs.write(np.ones((n, 2)), np.ones(n), None)
+        list(designs.each(lambda x, y, w: None, workers=2))
+        designs.path.write_bytes(b"")  # a temp cleaner truncating it between two passes
+        with pytest.raises(FitError, match="cut short") as caught:
+            list(designs.each(lambda x, y, w: None, workers=2))
+    assert str(designs.path) in str(caught.value)
+
+
 @pytest.mark.parametrize("method", ["ols", "huber", "robust"])
 def test_a_streamed_fit_is_the_same_to_the_bit_whatever_the_threads_answering_its_passes(
         method: str, tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
