@@ -444,8 +444,8 @@ def _sample(request: Sample, reply: Sampled | None, x: Array, y: Array, w: Array
     keys = _row_keys(x, y, request.seed)
     if keys.shape[0] > request.size:
         # Only the chunk's `size` smallest keys (ties kept) can enter the sample.
-        kept = keys <= np.partition(keys, request.size - 1)[request.size - 1]
-        x, y, keys = x[kept], y[kept], keys[kept]
+        smallest = keys <= np.partition(keys, request.size - 1)[request.size - 1]
+        x, y, keys = x[smallest], y[smallest], keys[smallest]
     if reply is not None and reply.keys.shape[0] >= request.size:
         # Only rows that beat the current sample's largest key can enter it.
         below = keys < reply.keys.max()

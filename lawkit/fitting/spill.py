@@ -25,8 +25,8 @@ X in column order, y and the weights, piece by piece as the first pass cut them)
 later pass of its method reads those pieces back, with no row selection, validation or design
 to build again, on worker threads: each reads its pieces into one buffer of its own.
 
-A spilled chunk's arrays, and a spilled piece's, are views of the buffer: valid until the next
-block is read.
+A spilled chunk's arrays are views of the buffer, valid until the next block is read; a
+spilled piece's, of its thread's buffer, valid until the function given them returns.
 """
 
 from __future__ import annotations
@@ -246,8 +246,8 @@ class DesignSpill:
 
     path: Path
     _file: io.BufferedRandom | None
-    _pieces: list[tuple[int, int, int, bool]] = field(default_factory=list)
-    """(offset, rows, columns, weighted) of each piece."""
+    _pieces: list[tuple[int, int, int, int, bool]] = field(default_factory=list)
+    """(offset, bytes, rows, columns, weighted) of each piece."""
     _size: int = 0
 
     @classmethod
@@ -258,7 +258,7 @@ class DesignSpill:
     @property
     def rows(self) -> int:
         """Rows written so far."""
-        return sum(rows for _, rows, _, _ in self._pieces)
+        return sum(rows for _, _, rows, _, _ in self._pieces)
 
     def write(self, x: Any, y: Any, w: Any) -> None:
         """Append a piece: x (rows by columns, stored column after column), y, w or None."""
@@ -274,7 +274,7 @@ class DesignSpill:
                 self._size += part.nbytes
         except OSError as exc:
             raise _no_room(exc, str(self.path.parent)) from None
-        self._pieces.append((start, rows, cols, w is not None))
+        self._pieces.append((start, self._size - start, rows, cols, w is not None))
 
     def each(self, fn: Callable[[Any, Any, Any], _T], workers: int) -> Iterator[_T]:
         """``fn(x, y, w)`` of every piece, in the pieces' order, run on `workers` threads: each
@@ -284,13 +284,11 @@ class DesignSpill:
         assert self._file is not None
         _flush(self._file, self.path)
         fd = self._file.fileno()
-        largest = max((rows * (cols + 1 + weighted) * 8
-                       for _, rows, cols, weighted in self._pieces), default=0)
+        largest = max((size for _, size, _, _, _ in self._pieces), default=0)
         buffers = threading.local()
 
-        def one(piece: tuple[int, int, int, bool]) -> _T:
-            offset, rows, cols, weighted = piece
-            size = rows * (cols + 1 + weighted) * 8
+        def one(piece: tuple[int, int, int, int, bool]) -> _T:
+            offset, size, rows, cols, weighted = piece
             buffer = getattr(buffers, "buffer", None)
             if buffer is None:
                 buffer = buffers.buffer = bytearray(largest)
