@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import copy_engine, record_harness, recorded
+from footprint_engine import copy_engine, lawkit, record_harness, recorded
 
 from lawkit.footprint.audit import ChildWatch
 
@@ -156,3 +156,32 @@ def test_a_function_whose_code_object_was_replaced_is_recorded_when_it_runs(
     units = doc["files"]["atom/k.py"]["units"]
     assert units["kernel"]["phases"] == ["steps"]
     assert units["other"]["phases"] == ["steps"]
+
+
+def _record_command(engine: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    (engine / "harness.py").write_text(f"{_PRELUDE}from atom.util import util_fn\n"
+                                       "assert util_fn(2) == 1\n")
+    return lawkit("footprint", "record", "--out", "fp.json", "--", *command, cwd=engine)
+
+
+@pytest.mark.parametrize("command, shown", [
+    (["sh", "-c", f"{PY} harness.py && env -i {PY} -c {Q}"], "env -i "),
+    (["env", "-u", "PYTHONPATH", PY, "-c", CODE], "env -u PYTHONPATH "),
+    (["sh", "-c", f"{PY} harness.py; nice -n 1 env -i {PY} -c {Q} | cat"], "env -i "),
+])
+def test_a_python_the_recorded_command_hides_behind_a_wrapper_is_refused_naming_it(
+        engine: Path, command: list[str], shown: str) -> None:
+    # The command is not a measured process, so no audit hook sees what it starts: record
+    # reads the command line itself, as the hook reads a measured process's children.
+    result = _record_command(engine, *command)
+    assert result.returncode == 2, result.stderr
+    assert "the recorded command started a Python child that never checked in" in result.stderr
+    assert shown in result.stderr and "Traceback" not in result.stderr
+    assert not (engine / "fp.json").exists()
+
+
+def test_a_recorded_command_that_is_a_shell_keeping_the_environment_is_recorded(
+        engine: Path) -> None:
+    result = _record_command(engine, "sh", "-c", f"true && {PY} harness.py 2>&1 | cat")
+    assert result.returncode == 0, result.stderr
+    assert (engine / "fp.json").exists()

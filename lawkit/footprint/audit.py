@@ -120,6 +120,11 @@ class ChildWatch:
             command = os.fsdecode(args[0])
             self._note(self._in_script(command, 0, True), None, command)
 
+    def starts(self, argv: Sequence[str], env: Mapping[Any, Any] | None) -> None:
+        """Note the Python interpreters a command run without this hook starts (`record`'s
+        COMMAND: ``sh -c "python a; env -i python b"``), through shells and wrappers."""
+        self._child(argv[0], argv, env)
+
     def _child(self, executable: str, argv: Sequence[str], env: Mapping[Any, Any] | None) -> None:
         if self._is_python(executable):
             self._python(list(argv), env, None)

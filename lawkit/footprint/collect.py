@@ -26,6 +26,8 @@ from lawkit.footprint.cover import parse_context
 from lawkit.footprint.errors import RecordRefused
 
 WAIT_SECONDS = 10.0
+COMMAND = "the recorded command"
+"""How messages name the command `record` runs, as the spawner of the processes it starts."""
 """How long `record` waits for measured processes that outlive the command."""
 
 Context = tuple[str, tuple[str, ...]]
@@ -100,9 +102,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def collect(folder: Path) -> Measurement:
+def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
     """Every process's marker and data; a refusal naming the first process the footprint
-    cannot stand on."""
+    cannot stand on. ``command``: the Python interpreters the recorded command starts itself
+    (`ChildWatch.starts`), each of which must check in as a process no measured one started."""
     markers = _wait_for_stragglers(folder)
     for proc, _ in markers:
         if proc.error:
@@ -120,7 +123,8 @@ def collect(folder: Path) -> Measurement:
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
-    _check_children_checked_in(markers)
+    _check_children(COMMAND, command)
+    _check_children_checked_in(markers, command)
     if "coverage" in measurement.recorders:
         _read_coverage(folder, measurement)
     return measurement
@@ -131,9 +135,13 @@ def _check_process(proc: Process, saved: dict[str, Any]) -> None:
         raise RecordRefused(f"{proc.label()} turned the measurement off ({call}), so what it "
                             "ran after is unseen, even if it turned it back on: remove the "
                             "call from the recorded run")
-    for child in saved.get("children", []):
+    _check_children(proc.label(), saved.get("children", []))
+
+
+def _check_children(label: str, children: list[dict[str, Any]]) -> None:
+    for child in children:
         if child.get("problem"):
-            raise RecordRefused(f"{proc.label()} started a Python child that cannot be measured, "
+            raise RecordRefused(f"{label} started a Python child that cannot be measured, "
                                 f"{_child_shown(child)}: {child['problem']}; start Python "
                                 "without -I/-E/-S, let it inherit the environment "
                                 "(env={**os.environ, ...}), or record that process itself "
@@ -141,24 +149,28 @@ def _check_process(proc: Process, saved: dict[str, Any]) -> None:
                                 "is recorded")
 
 
-def _check_children_checked_in(markers: list[tuple[Process, dict[str, Any] | None]]) -> None:
-    """Each Python child a process started has a marker naming that process as its spawner."""
+def _check_children_checked_in(markers: list[tuple[Process, dict[str, Any] | None]],
+                               command: list[dict[str, Any]]) -> None:
+    """Each Python child a process started has a marker naming that process as its spawner;
+    each one the command started itself, a marker naming none."""
     started = [p for p, _ in markers if p.how == "start"]
-    for proc, saved in markers:
-        children = list((saved or {}).get("children", []))
+    spawners = [(COMMAND, None, command),
+                *((proc.label(), proc.id, list((saved or {}).get("children", [])))
+                  for proc, saved in markers)]
+    for label, spawner, children in spawners:
         if not children:
             continue
-        arrived = Counter(p.argv for p in started if p.spawner == proc.id)
+        arrived = Counter(p.argv for p in started if p.spawner == spawner)
         unmatched = []
         for child in children:
-            command = tuple(child["command"])
-            if arrived[command] > 0:
-                arrived[command] -= 1
+            argv = tuple(child["command"])
+            if arrived[argv] > 0:
+                arrived[argv] -= 1
             else:
                 unmatched.append(child)
         spare = sum(arrived.values())  # children seen under another argv (a wrapper's exec)
         if len(unmatched) > spare:
-            raise RecordRefused(f"{proc.label()} started a Python child that never checked in, "
+            raise RecordRefused(f"{label} started a Python child that never checked in, "
                                 f"{_child_shown(unmatched[spare])}: it ran without the "
                                 "recording's start-up hook (a wrapper or shell that cleared "
                                 "the environment, such as env -i or env -u PYTHONPATH, "

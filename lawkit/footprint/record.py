@@ -33,6 +33,7 @@ from pathlib import Path
 
 from lawkit.config import Workspace
 from lawkit.footprint import sitehook
+from lawkit.footprint.audit import ChildWatch
 from lawkit.footprint.collect import Context, Measurement, collect
 from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
 from lawkit.footprint.errors import RecordRefused
@@ -118,6 +119,10 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     folder = Path(tempfile.mkdtemp(prefix="lawkit-footprint-"))
     try:
         env = _prepare(folder, ws)
+        started = ChildWatch({k: env[k] for k in (sitehook.DIR_ENV, sitehook.PARENT_ENV,
+                                                  sitehook.COVERAGE_ENV)},
+                             str(folder / "site"))
+        started.starts(command, env)
         try:
             code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
@@ -126,7 +131,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
             how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
             raise RecordRefused(f"the command {how}: nothing written; a footprint is of a run "
                                 "that worked")
-        measurement = collect(folder)
+        measurement = collect(folder, started.children)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if "coverage" in measurement.recorders:
