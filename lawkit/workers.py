@@ -55,7 +55,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _mapped(fn: Callable[[_Item], _Result], todo: list[_Item]) -> list[_Result]:
-    workers = min(_cpus(), 4, len(todo) // _FILES_PER_WORKER)
+    workers = min(usable_cpus(), 4, len(todo) // _FILES_PER_WORKER)
     if workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
         return [fn(item) for item in todo]
     size = -(-len(todo) // workers)
@@ -107,7 +107,8 @@ def _gather(fn: Callable[[_Item], _Result], pid: int, read_end: int, chunk: list
     return [fn(item) for item in chunk]
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -247,14 +247,14 @@ def test_check_gives_the_same_report_from_worker_processes_as_in_one(tmp_path: P
     (tmp_path / "laws" / "cell00007.yaml").write_text("schema: lawkit/1\n")
     one = check_workspace(ws)
     monkeypatch.setattr("lawkit.workers._FILES_PER_WORKER", 5)
-    monkeypatch.setattr("lawkit.workers._cpus", lambda: 4)
+    monkeypatch.setattr("lawkit.workers.usable_cpus", lambda: 4)
     assert check_workspace(ws) == one
 
 
 def test_map_in_workers_keeps_the_order_and_redoes_a_failed_chunk_here(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("lawkit.workers._FILES_PER_WORKER", 10)
-    monkeypatch.setattr("lawkit.workers._cpus", lambda: 3)
+    monkeypatch.setattr("lawkit.workers.usable_cpus", lambda: 3)
     parent = os.getpid()
 
     def square_or_die(x: int) -> int:

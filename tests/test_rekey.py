@@ -378,7 +378,7 @@ def test_rekey_in_worker_processes_writes_what_one_process_writes(
     make_workspace(tmp_path / "many", 30, stale=True)
     rekey(load_workspace(config=tmp_path / "one" / "lawkit.toml"), why="w", at=AT)
     monkeypatch.setattr("lawkit.workers._FILES_PER_WORKER", 4)
-    monkeypatch.setattr("lawkit.workers._cpus", lambda: 4)
+    monkeypatch.setattr("lawkit.workers.usable_cpus", lambda: 4)
     report = rekey(load_workspace(config=tmp_path / "many" / "lawkit.toml"), why="w", at=AT)
     assert len(report.changed) == 30
     assert _snapshot(tmp_path / "many" / "laws") == _snapshot(tmp_path / "one" / "laws")

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import lapack
 
 from lawkit.errors import FitError
+from lawkit.workers import usable_cpus
 
 Array = NDArray[np.float64]
 Chunk = tuple[ArrayLike, ArrayLike, ArrayLike | None]
@@ -761,8 +761,7 @@ def _statistics(state: PartialFit, b: Array, ssr: float, acc: ResidualPass, rs: 
 
 def workers_for(n: int) -> int:
     """Threads for a pass over n rows: the CPUs this process may run on, at most 8."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, 8)) if n >= _PARALLEL_ROWS else 1
+    return max(1, min(usable_cpus(), 8)) if n >= _PARALLEL_ROWS else 1
 
 
 def split_rows(n: int, parts: int) -> list[tuple[int, int]]:

@@ -26,9 +26,9 @@ from lawkit.footprint.cover import parse_context
 from lawkit.footprint.errors import RecordRefused
 
 WAIT_SECONDS = 10.0
+"""How long `record` waits for measured processes that outlive the command."""
 COMMAND = "the recorded command"
 """How messages name the command `record` runs, as the spawner of the processes it starts."""
-"""How long `record` waits for measured processes that outlive the command."""
 
 Context = tuple[str, tuple[str, ...]]
 """A phase and the regions open (``()`` in ``steps``: none)."""

@@ -119,9 +119,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     folder = Path(tempfile.mkdtemp(prefix="lawkit-footprint-"))
     try:
         env = _prepare(folder, ws)
-        started = ChildWatch({k: env[k] for k in (sitehook.DIR_ENV, sitehook.PARENT_ENV,
-                                                  sitehook.COVERAGE_ENV)},
-                             str(folder / "site"))
+        started = ChildWatch(sitehook.needed_env(env), str(folder / "site"))
         started.starts(command, env)
         try:
             code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode

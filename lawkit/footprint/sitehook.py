@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -38,6 +39,12 @@ NAMES_ENV = "LAWKIT_FOOTPRINT_NAMES"
 COVERAGE_ENV = "LAWKIT_FOOTPRINT_COVERAGE"
 """The coverage rcfile (Python 3.11); not COVERAGE_PROCESS_START, which would start
 coverage.py from its .pth file in every process, 3.12+ ones too."""
+
+
+def needed_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The recording's variables in ``environ``: what a Python child must inherit to be
+    measured (`ChildWatch` checks that a child's environment keeps them)."""
+    return {k: environ[k] for k in (DIR_ENV, PARENT_ENV, COVERAGE_ENV) if k in environ}
 
 _real_exit = os._exit
 _real_set_wakeup_fd = signal.set_wakeup_fd
@@ -316,8 +323,7 @@ def _start_blocked(folder: str) -> None:
 
         _markers, _loaded_modules = lawkit.footprint, loaded_modules
 
-        needed = {k: os.environ[k] for k in (DIR_ENV, PARENT_ENV, COVERAGE_ENV)
-                  if k in os.environ}
+        needed = needed_env(os.environ)
         site = os.path.dirname(os.path.abspath(__file__))
         _write_marker(folder, main=main, how="start")
         _recorder = _start_recorder(phase)
