@@ -1,5 +1,6 @@
 """Every process, or none, through wrappers (DESIGN section 11): a Python child started by
-``env``, a shell command line (``shell=True``, ``os.system``) or another wrapper is noted as
+``env``, a shell command line (``shell=True``, ``os.system``), a shell script (``bash steps.sh``,
+``./steps.sh``) or another wrapper is noted as
 expected, so one that never checks in is refused naming the command, and one that does is
 recorded. And code objects a function gets after its module ran (``fn.__code__ = ...``,
 ``types.FunctionType``) are recorded when they run."""
@@ -183,5 +184,62 @@ def test_a_python_the_recorded_command_hides_behind_a_wrapper_is_refused_naming_
 def test_a_recorded_command_that_is_a_shell_keeping_the_environment_is_recorded(
         engine: Path) -> None:
     result = _record_command(engine, "sh", "-c", f"true && {PY} harness.py 2>&1 | cat")
+    assert result.returncode == 0, result.stderr
+    assert (engine / "fp.json").exists()
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_the_python_commands_a_script_file_starts_through_a_shell_or_its_interpreter_line(
+        tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    _script(tmp_path / "sub" / "steps.sh", "#!/bin/sh -e\n# a comment\npython a.py\n"
+                                           "env -i python3 b.py | cat\n")
+    _script(tmp_path / "run.py", "#!/usr/bin/env -S python3 -I\nprint(1)\n")
+    _script(tmp_path / "outer.sh", "#!/bin/bash\ncd sub\n./steps.sh\n")
+    steps = [["python", "a.py"], ["python3", "b.py"]]
+    assert _noted("system", f"cd {tmp_path} && bash -e sub/steps.sh") == steps
+    assert _noted("exec", str(tmp_path / "sub" / "steps.sh"), ["steps.sh"]) == steps
+    assert _noted("exec", str(tmp_path / "outer.sh"), [str(tmp_path / "outer.sh")]) == steps
+    assert _noted("system", f"nice -n 1 {tmp_path}/run.py x") == \
+        [["python3", "-I", f"{tmp_path}/run.py", "x"]]
+    assert _noted("system", f"cd {tmp_path} && bash missing.sh; sh < sub/steps.sh") == []
+
+
+@pytest.mark.parametrize("command, shown", [
+    (["bash", "steps.sh"], "bash steps.sh"),
+    (["./steps.sh"], "./steps.sh"),
+    (["sh", "-c", "cd sub && ./steps.sh"], "sh -c cd sub && ./steps.sh"),
+])
+def test_a_python_a_script_file_of_the_recorded_command_hides_is_refused_naming_it(
+        engine: Path, command: list[str], shown: str) -> None:
+    # The shell reads the script's lines, not the command's: record reads them too.
+    (engine / "sub").mkdir()
+    text = f"#!/bin/sh\n{PY} harness.py\nenv -i {PY} -c {Q}\n"
+    _script(engine / "steps.sh", text)
+    _script(engine / "sub" / "steps.sh", f"#!/bin/sh\ncd ..\n{text}")
+    result = _record_command(engine, *command)
+    assert result.returncode == 2, result.stderr
+    assert "the recorded command started a Python child that never checked in" in result.stderr
+    assert shown in result.stderr and "Traceback" not in result.stderr
+    assert not (engine / "fp.json").exists()
+
+
+def test_a_python_a_measured_process_starts_through_a_script_file_is_refused(
+        engine: Path) -> None:
+    _script(engine / "steps.sh", f"#!/bin/sh\nenv -i {PY} -c {Q}\n")
+    result = _record(engine, "subprocess.run(['sh', 'steps.sh'], check=True)\n")
+    assert result.returncode == 2, result.stderr
+    assert "started a Python child that never checked in, sh steps.sh" in result.stderr
+    assert not (engine / "fp.json").exists()
+
+
+def test_a_recorded_script_file_keeping_the_environment_is_recorded(engine: Path) -> None:
+    _script(engine / "steps.sh", f"#!/bin/sh\nset -e\n{PY} harness.py 2>&1 | cat\n")
+    result = _record_command(engine, "./steps.sh")
     assert result.returncode == 0, result.stderr
     assert (engine / "fp.json").exists()

@@ -6,13 +6,16 @@ commands it starts (``subprocess.Popen``, ``os.posix_spawn``, ``os.exec*``, ``os
 
 A child is Python when its executable is a Python interpreter (``python``, ``python3.12``,
 ``pypy3``, or this process's own), directly, as a command of a shell (``sh -c``, ``os.system``:
-each simple command of the string, after ``&&``, ``;``, ``|``...), or as the command a wrapper
-runs (``env``, ``timeout``, ``nice``...; a path to an interpreter among the words of any other
-command). A Python child started with an environment that lacks the recording's variables, or
-with ``-I``, ``-E`` or ``-S``, cannot be measured: it is noted with the reason, and `record`
-refuses. Every other Python child must check in (its marker names this process as its
-spawner); `record` refuses one that did not. Which environment a wrapper passes on is not
-judged here: its Python child checks in, or is refused. Non-Python children are not asked to.
+each simple command of the string, after ``&&``, ``;``, ``|``...; or of the script file a shell
+runs, ``bash steps.sh``), as the interpreter a script's ``#!`` line names (``./steps.sh``,
+``./run.py``), or as the command a wrapper runs (``env``, ``timeout``, ``nice``...; a path to an
+interpreter among the words of any other command). A script file's name is taken from the
+child's working directory, after any ``cd DIR`` of the line that runs it. A Python child
+started with an environment that lacks the recording's variables, or with ``-I``, ``-E`` or
+``-S``, cannot be measured: it is noted with the reason, and `record` refuses. Every other
+Python child must check in (its marker names this process as its spawner); `record` refuses
+one that did not. Which environment a wrapper passes on is not judged here: its Python child
+checks in, or is refused. Non-Python children are not asked to.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ _WRAPPERS = {"env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl",
              "firejail", "uv", "watch", "script", "faketime", "fakeroot", "proot"}
 """Commands that run another command, maybe with another environment."""
 _OPERATORS = "();<>|&\n"
-_DEPTH = 4
+_DEPTH = 8  # shells, script files and #! lines within one another
+_SCRIPT_BYTES = 1 << 20
+"""The most of a script file read for the commands it runs."""
 _CODE_EVENTS = {"exec", "object.__setattr__", "function.__new__"}
 _THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
 """A thread started from Python (the second is 3.13's, for ``threading.Thread``)."""
@@ -99,10 +104,10 @@ class ChildWatch:
 
     def _saw(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "subprocess.Popen":
-            executable, argv, _, env = args
+            executable, argv, cwd, env = args
             argv = [os.fsdecode(a) for a in argv]
             self._local.popen = argv  # subprocess may go on to os.posix_spawn: one child
-            self._child(os.fsdecode(executable), argv, env)
+            self._child(os.fsdecode(executable), argv, env, cwd)
         elif event == "os.posix_spawn":
             path, argv, env = args
             argv = [os.fsdecode(a) for a in argv]
@@ -118,29 +123,33 @@ class ChildWatch:
             self._child(os.fsdecode(path), [os.fsdecode(a) for a in argv], env)
         else:  # os.system
             command = os.fsdecode(args[0])
-            self._note(self._in_script(command, 0, True), None, command)
+            self._note(self._in_script(command, 0, True, ""), None, command)
 
-    def starts(self, argv: Sequence[str], env: Mapping[Any, Any] | None) -> None:
+    def starts(self, argv: Sequence[str], env: Mapping[Any, Any] | None,
+               cwd: str | None = None) -> None:
         """Note the Python interpreters a command run without this hook starts (`record`'s
-        COMMAND: ``sh -c "python a; env -i python b"``), through shells and wrappers."""
-        self._child(argv[0], argv, env)
+        COMMAND: ``sh -c "python a; env -i python b"``, ``./steps.sh``), through shells,
+        scripts and wrappers."""
+        self._child(argv[0], argv, env, cwd)
 
-    def _child(self, executable: str, argv: Sequence[str], env: Mapping[Any, Any] | None) -> None:
+    def _child(self, executable: str, argv: Sequence[str], env: Mapping[Any, Any] | None,
+               cwd: Any = None) -> None:
         if self._is_python(executable):
             self._python(list(argv), env, None)
             return
         words = [executable, *argv[1:]]
-        self._note(self._in_command(words, 0, True), env, " ".join(argv))
+        where = "" if cwd is None else os.fsdecode(cwd)  # "": this process's directory
+        self._note(self._in_command(words, 0, True, where), env, " ".join(argv))
 
     def _note(self, found: Iterator[tuple[list[str], bool]], env: Mapping[Any, Any] | None,
               via: str) -> None:
         for argv, direct in found:
             self._python(argv, env if direct else None, via, judge_env=direct)
 
-    def _in_command(self, words: Sequence[str], depth: int,
-                    direct: bool) -> Iterator[tuple[list[str], bool]]:
-        """The Python interpreters one simple command starts: each one's argv, and whether it
-        gets the environment as it is (no wrapper between)."""
+    def _in_command(self, words: Sequence[str], depth: int, direct: bool,
+                    cwd: str) -> Iterator[tuple[list[str], bool]]:
+        """The Python interpreters one simple command, run in ``cwd``, starts: each one's argv,
+        and whether it gets the environment as it is (no wrapper between)."""
         wrapped = False
         for i, word in enumerate(words):
             if _ASSIGNMENT.fullmatch(word):  # NAME=value: before a command, or env's
@@ -150,9 +159,15 @@ class ChildWatch:
                 return
             name = os.path.basename(word)
             if name in _SHELLS:
-                script = _shell_script(words[i:])
-                if script is not None and depth < _DEPTH:
-                    yield from self._in_script(script, depth + 1, direct and not wrapped)
+                script = _shell_script(words[i:], cwd) if depth < _DEPTH else None
+                if script is not None:
+                    yield from self._in_script(script, depth + 1, direct and not wrapped, cwd)
+                return
+            line = None if depth >= _DEPTH or word.startswith("-") or name in _WRAPPERS \
+                or name in _PREFIXES else _interpreter_line(word, cwd)
+            if line is not None:  # a script file run by the interpreter its #! line names
+                yield from self._in_command([*line, *words[i:]], depth + 1,
+                                            direct and not wrapped, cwd)
                 return
             if name in _WRAPPERS:
                 wrapped = True
@@ -170,10 +185,11 @@ class ChildWatch:
                         return
                 return
 
-    def _in_script(self, script: str, depth: int,
-                   direct: bool) -> Iterator[tuple[list[str], bool]]:
-        """The Python interpreters a shell command line starts, one simple command at a
-        time (split at ``&&``, ``||``, ``;``, ``|``, ``&``, parentheses, new lines)."""
+    def _in_script(self, script: str, depth: int, direct: bool,
+                   cwd: str) -> Iterator[tuple[list[str], bool]]:
+        """The Python interpreters a shell command line started in ``cwd`` starts, one simple
+        command at a time (split at ``&&``, ``||``, ``;``, ``|``, ``&``, parentheses, new
+        lines), each ``cd DIR`` taken as the directory of the commands after it."""
         lexer = shlex.shlex(script, posix=True, punctuation_chars=_OPERATORS)
         lexer.whitespace = " \t\r"
         lexer.whitespace_split = True
@@ -193,7 +209,10 @@ class ChildWatch:
                     if command and command[-1].isdigit():
                         command.pop()  # 2>&1: a descriptor
                     continue
-                yield from self._in_command(command, depth, direct)
+                if len(command) == 2 and command[0] == "cd":
+                    cwd = os.path.join(cwd, os.path.expanduser(command[1]))
+                else:
+                    yield from self._in_command(command, depth, direct, cwd)
                 command = []
             else:
                 command.append(token)
@@ -231,8 +250,10 @@ class ChildWatch:
         return None
 
 
-def _shell_script(words: Sequence[str]) -> str | None:
-    """The command string of ``sh -c STRING`` (``bash -lc``, ``sh -e -c``), if any."""
+def _shell_script(words: Sequence[str], cwd: str) -> str | None:
+    """What a shell runs: the command string of ``sh -c STRING`` (``bash -lc``, ``sh -e -c``),
+    or the text of its script file (``sh -e steps.sh``, taken from ``cwd``); None when it
+    reads its standard input or the file cannot be read (the shell fails on it too)."""
     command = False
     i = 1
     while i < len(words) and words[i][:1] in ("-", "+") and words[i] not in ("-", "--"):
@@ -244,7 +265,35 @@ def _shell_script(words: Sequence[str]) -> str | None:
         i += 1
     if i < len(words) and words[i] == "--":
         i += 1
-    return words[i] if command and i < len(words) else None
+    if i == len(words):
+        return None
+    return words[i] if command else _script_text(os.path.join(cwd, words[i]))
+
+
+def _script_text(path: str) -> str | None:
+    """The text of the script file at ``path`` (its first `_SCRIPT_BYTES`), if it can be read."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(_SCRIPT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _interpreter_line(word: str, cwd: str) -> list[str] | None:
+    """The interpreter and its argument a script file's ``#!`` line names (``#!/bin/sh -e``:
+    ``["/bin/sh", "-e"]``; ``env -S`` options split), when ``word`` names such a file: a path
+    (taken from ``cwd``) or a command found on PATH."""
+    path = os.path.join(cwd, word) if os.sep in word else shutil.which(word)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    return os.fsdecode(head[2:].split(b"\n", 1)[0]).split()
 
 
 def _isolating_flag(args: Sequence[str]) -> str | None:

@@ -120,7 +120,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     try:
         env = _prepare(folder, ws)
         started = ChildWatch(sitehook.needed_env(env), str(folder / "site"))
-        started.starts(command, env)
+        started.starts(command, env, None if cwd is None else str(cwd))
         try:
             code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
