@@ -7,6 +7,7 @@ recorded. And code objects a function gets after its module ran (``fn.__code__ =
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -216,6 +217,18 @@ def test_the_python_commands_a_script_file_starts_through_a_shell_or_its_interpr
     assert _noted("system", f"nice -n 1 {tmp_path}/run.py x") == \
         [["python3", "-I", f"{tmp_path}/run.py", "x"]]
     assert _noted("system", f"cd {tmp_path} && bash missing.sh; sh < sub/steps.sh") == []
+
+
+def test_a_script_a_shell_reads_from_a_pipe_is_left_for_the_shell(tmp_path: Path) -> None:
+    # bash <(...) runs /dev/fd/N: its lines are the child's to read, not the hook's to take.
+    read, write = os.pipe()
+    os.write(write, b"python3 -c pass\n")
+    try:
+        assert _noted("exec", "/bin/bash", ["bash", f"/dev/fd/{read}"]) == []
+        assert os.read(read, 100) == b"python3 -c pass\n"
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 def test_a_python_a_measured_process_starts_through_a_script_file_is_refused(

@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -272,11 +273,8 @@ def _shell_script(words: Sequence[str], cwd: str) -> str | None:
 
 def _script_text(path: str) -> str | None:
     """The text of the script file at ``path`` (its first `_SCRIPT_BYTES`), if it can be read."""
-    try:
-        with open(path, "rb") as file:
-            return file.read(_SCRIPT_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
+    head = _head(path, _SCRIPT_BYTES)
+    return None if head is None else head.decode("utf-8", "replace")
 
 
 def _interpreter_line(word: str, cwd: str) -> list[str] | None:
@@ -284,16 +282,25 @@ def _interpreter_line(word: str, cwd: str) -> list[str] | None:
     ``["/bin/sh", "-e"]``; ``env -S`` options split), when ``word`` names such a file: a path
     (taken from ``cwd``) or a command found on PATH."""
     path = os.path.join(cwd, word) if os.sep in word else shutil.which(word)
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as file:
-            head = file.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
+    head = None if path is None else _head(path, 256)
+    if head is None or not head.startswith(b"#!"):
         return None
     return os.fsdecode(head[2:].split(b"\n", 1)[0]).split()
+
+
+def _head(path: str, size: int) -> bytes | None:
+    """The first ``size`` bytes of ``path`` when it is a regular file: never a pipe or device
+    (``bash /dev/fd/63``), whose bytes are the child's to read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _isolating_flag(args: Sequence[str]) -> str | None:
