@@ -22,7 +22,10 @@ steps 1.011x, parse (20 ms) 1.018x, tree (66 ms) 1.010x, serialize (4.6 ms) 1.01
 the final recorder (its thread contexts from threading.enumerate()): steps 1.034x (A/A
 1.016x), with regions 1.023x, parse 1.027x, tree 1.028x, serialize 1.024x; and once more
 at the end of the day: steps 1.025x (A/A 0.999x), whole process 3.21 s against 2.84 s, with
-regions 1.033x, parse 1.030x, tree 1.038x, serialize 1.021x. An earlier
+regions 1.033x, parse 1.030x, tree 1.038x, serialize 1.021x; twice more as the audit hook
+learned to read shell scripts (no step starts a process): steps 1.028x (A/A 1.001x), with
+regions 1.030x; and steps 1.025x (A/A 0.996x), whole process 3.36 s against
+2.91 s, with regions 1.035x, parse 1.037x, tree 1.038x, serialize 1.036x. An earlier
 run the same day, with a second audit hook since merged into the one hook, gave steps 1.019x
 and parse 1.055x. At load 6-10 the A/A was 0.96-1.38x: too noisy to judge.
 """
