@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/crash_trials.py [--random N] [--pairs N] [--jobs J] [--keep DIR]
 
-The long version of tests/test_reliability_crashes.py. For each scenario (a rekey of 3 law
+The long version of tests/reliability/test_crashes.py. For each scenario (a rekey of 3 law
 files, of 12 (temps written on a thread pool), of 200 (the parse in forked workers); a fit
 --out that edits an existing law file, and one that creates a new file), it kills the command:
 

@@ -15,7 +15,7 @@ input that caused it (saved under --findings), and the run goes on with a fresh 
 table at the end gives, per target: cases, results, LawkitErrors, findings, the slowest case
 and the child's peak memory. Exit 1 when there is any finding.
 
-The same targets run in CI at a few hundred cases each: tests/test_reliability_fuzz.py loads
+The same targets run in CI at a few hundred cases each: tests/reliability/test_fuzz.py loads
 this file. Generation is hypothesis's (its strategies, run in batches with fresh seeds, no
 shrinking); with --atheris, libFuzzer's coverage-guided mutation feeds the byte-level targets.
 """

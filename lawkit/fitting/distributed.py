@@ -31,7 +31,7 @@ before ``b``'s: R factors by one QR of the two stacked (`solve.merge`), X'r by d
 addition, moments by Chan, Golub & LeVeque's update, counts and sums by addition, domains by
 min/max, scans and errors in first-seen order. Each merge is associative up to rounding (the
 R factor is unique up to the signs of its rows), so any tree of merges gives the one-pass fit
-within a small multiple of cond x eps (tests/test_dask_fit.py), and the order of files in
+within a small multiple of cond x eps (tests/fitting/test_dask_fit.py), and the order of files in
 messages and provenance is the local fit's.
 
 Methods. Every method of `lawkit.fitting.methods` runs here unchanged: its passes (fold,

@@ -32,7 +32,7 @@ from lawkit.fitting.solve import (
 )
 
 Arr = np.ndarray[Any, Any]
-SARATHI = Path(__file__).parent / "data" / "sarathi-a100" / "cpu_overheads.csv"
+SARATHI = Path(__file__).parents[1] / "data" / "sarathi-a100" / "cpu_overheads.csv"
 TERMS = ["1", "num_seqs", "num_tokens"]
 
 

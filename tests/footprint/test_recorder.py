@@ -20,7 +20,7 @@ from lawkit.footprint.document import Footprint
 from lawkit.footprint.record import summary
 
 PY = sys.executable
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SYSMON = sys.version_info >= (3, 12)
 needs_sysmon = pytest.mark.skipif(not SYSMON, reason="sys.monitoring is Python 3.12+")
 needs_coverage = pytest.mark.skipif(SYSMON, reason="coverage.py records on Python 3.11 only")

@@ -1,6 +1,6 @@
 """The digest never follows a symlink and never hashes part of a tree (issue 7).
 
-tests/test_src_digest.py covers the library's rules (symlinked folders not walked, a file
+tests/src_digest/test_src_digest.py covers the library's rules (symlinked folders not walked, a file
 vanishing or swapped for a symlink mid-walk, an unreadable file or folder); this adds the
 targets an attacker would pick (`/`, a secret outside the root, a loop), a file swapped for a
 FIFO mid-walk, and the command line: each failure is exit 2 with one line, and `check` and

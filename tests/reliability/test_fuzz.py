@@ -22,7 +22,7 @@ from lawkit.errors import FitError, LawFileError, LawkitError
 from lawkit.fitting.formula import parse_formula
 from lawkit.lawfiles import lawfile, where
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CASES = 300  # per target; a target whose case costs more gets fewer (Target.cost)
 SLOWEST_S = 5.0  # a case slower than this is a hang for the purpose of CI
 

@@ -18,7 +18,7 @@ from lawkit.lawfiles.lawfile import parse
 from lawkit.lawfiles.lawwrite import law_file_text
 
 runner = CliRunner()
-SARATHI = Path(__file__).resolve().parents[1] / "examples" / "sarathi-a100" / "captures.csv"
+SARATHI = Path(__file__).resolve().parents[2] / "examples" / "sarathi-a100" / "captures.csv"
 FIT_BATCHES = {8, 24, 40, 56, 80, 112}  # the other half: 16, 32, 48, 64 (twice), 96, 128
 # Qwen-72B at TP4 ran fewer sequences than asked at batch sizes 112 and 128 (its KV cache could
 # not hold them: examples/sarathi-a100/README.md), so its law does not cover them.

@@ -31,7 +31,7 @@ from lawkit.fitting.fit import FitRequest, fit_laws, run_fit
 from lawkit.lawfiles import lawfile
 
 runner = CliRunner()
-DATA = Path(__file__).resolve().parent / "data" / "sarathi-a100" / "cpu_overheads.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "sarathi-a100" / "cpu_overheads.csv"
 FORMULA = "schedule_median ~ 1 + batch_size"
 GROUPS = [("Qwen/Qwen-72B", 4), ("codellama/CodeLlama-34b-Instruct-hf", 2),
           ("internlm/internlm-20b", 2), ("meta-llama/Llama-2-70b-hf", 4),

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HOOK_ID = "lawkit-check"
 TIMEOUT = 1200  # seconds for one command; the first commit builds pre-commit's environment
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from lawkit.keying.check import check_workspace
 from lawkit.keying.digest import current_digest
 from lawkit.workers import map_in_workers
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

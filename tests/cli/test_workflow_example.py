@@ -30,7 +30,7 @@ import pytest
 import typer
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"<!--\s*github-actions-workflow\b")
 
 WORKFLOW_KEYS = {"name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs"}

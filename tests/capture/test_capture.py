@@ -25,7 +25,7 @@ from lawkit.config import load_workspace
 from lawkit.errors import LawkitError
 from lawkit.keying.digest import current_digest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 FEATURES = ("batch_size", "num_tokens")
 REGIONS = ("schedule_s", "sample_s")

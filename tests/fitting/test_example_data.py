@@ -6,7 +6,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sarathi-a100"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sarathi-a100"
 
 
 def test_the_source_captures_are_the_published_file() -> None:

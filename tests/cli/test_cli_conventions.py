@@ -18,8 +18,8 @@ from workspaces import OLD, make_workspace
 from lawkit import __version__
 from lawkit.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data" / "sarathi-a100" / "cpu_overheads.csv"
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data" / "sarathi-a100" / "cpu_overheads.csv"
 FORMULA = "schedule_median ~ 1 + batch_size"
 runner = CliRunner()
 

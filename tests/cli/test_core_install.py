@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from workspaces import make_workspace
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORE_BUDGET_MB = 40
 PLACEHOLDER = "/path/to/lawkit"
 

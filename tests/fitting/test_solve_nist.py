@@ -19,7 +19,7 @@ import pytest
 
 from lawkit.fitting.solve import FitResult, fit_ols, fit_ols_streamed
 
-DATA = Path(__file__).parent / "data" / "nist"
+DATA = Path(__file__).parents[1] / "data" / "nist"
 
 # Attainable LRE in float64 (min over coefficients, residual SD), from shared/data/README.md.
 ATTAINABLE = {

@@ -4,7 +4,7 @@
   never partial, and the next run leaves no temp file. The kill points are system calls of the
   write (`reliability.die_before_write_call`: the process kills itself just before the Nth
   open/write/fsync/close/chmod/replace/unlink, exactly what a SIGKILL between two calls leaves)
-  and random times over the whole run. tests/test_rekey_kill.py kills 1,000-file rekeys from
+  and random times over the whole run. tests/keying/test_rekey_kill.py kills 1,000-file rekeys from
   outside; bench/crash_trials.py runs every write call and many more random times.
 - Two runs started together never interleave: the second waits for the first's lock and then
   finds the files at the target.
