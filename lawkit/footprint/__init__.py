@@ -1,5 +1,5 @@
-"""Footprints (DESIGN section 11): which engine code ran while captures were taken, and what a
-change to the engine touches.
+"""Footprints: which engine code ran while captures were taken, and what a change to the engine
+touches.
 
 This wing is light. May import: only the standard library, coverage.py (only to record),
 ``src_digest``, ``lawkit.errors`` and ``lawkit.config``; never numpy, pandas or scipy, and never
@@ -18,11 +18,14 @@ another wing. ``keying`` (review, rekey) and ``fitting`` (``fit --footprint``) u
         -> (verdict, FootprintDiff | None)           for rekey and review; "unknown" unbound
 
 An engine or harness marks where its steps begin with ``lawkit.footprint.phase("steps")``,
-and the timed regions of a step with ``with lawkit.footprint.region("sample_s"):`` (DESIGN
-section 12; ``lawkit.capture`` calls the same markers). Phases are process-wide, regions per
-thread; a region entered outside ``steps`` is an error, recording or not. When no footprint is
-being recorded a marker only keeps that state (no event, no I/O); a recorder that runs in the
-process sets ``_recorder`` and is told of every switch.
+where they end with ``phase("shutdown")``, and the timed regions of a step with ``with
+lawkit.footprint.region("sample_s"):`` (``lawkit.capture`` calls the same markers). Phases are
+process-wide, regions per thread. A region may be entered in any phase: in start-up (a warm-up
+through the step code) the recorder attributes what runs to its regions as in steps; in
+shutdown a region is kept on the thread (so that one closed after ``phase("shutdown")`` exits
+cleanly) but what runs there counts as shutdown whatever the regions. When no footprint is
+being recorded a marker only keeps that state (no event, no I/O; `recording` says which); a
+recorder that runs in the process is told of every switch.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-PHASES = ("startup", "steps")
-"""The phases of a recording: the main process starts in the first."""
+PHASES = ("startup", "steps", "shutdown")
+"""The phases of a recording: the main process starts in the first. What runs only in
+``shutdown`` counts as not run, unless the process enters ``steps`` again."""
 
 
 class RegionError(ValueError):
-    """A region marker used out of place: outside ``steps``, or exited without being entered."""
+    """A region marker used out of place: exited without being entered, or not innermost."""
 
 
 class Recorder(Protocol):
@@ -53,9 +57,14 @@ _phase = "startup"
 _local = threading.local()
 
 
+def recording() -> bool:
+    """Whether this process is being recorded by `lawkit footprint record`."""
+    return _recorder is not None
+
+
 def phase(name: str) -> None:
-    """Enter a phase (``"startup"`` or ``"steps"``) of the process; costs nothing when not
-    recording."""
+    """Enter a phase (``"startup"``, ``"steps"`` or ``"shutdown"``) of the process; costs
+    nothing when not recording."""
     global _phase
     if name not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {name!r}")
@@ -77,10 +86,7 @@ def open_regions() -> tuple[str, ...]:
 
 
 def enter_region(name: str) -> None:
-    """Open a region on this thread; a ``RegionError`` outside ``steps``."""
-    if _phase != "steps":
-        raise RegionError(f"region {name!r} entered in the {_phase} phase: regions are "
-                          "parts of a step; call lawkit.footprint.phase(\"steps\") first")
+    """Open a region on this thread (in any phase)."""
     regions = (*getattr(_local, "regions", ()), name)
     _local.regions = regions
     if _recorder is not None:
@@ -101,7 +107,8 @@ def exit_region(name: str) -> None:
 
 @contextmanager
 def region(name: str) -> Iterator[None]:
-    """Mark a region of a step on this thread (no timing: ``lawkit.capture`` times them)."""
+    """Mark a region of a step on this thread, in steps or in a warm-up at start-up (no timing:
+    ``lawkit.capture`` times them)."""
     enter_region(name)
     try:
         yield

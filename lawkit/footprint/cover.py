@@ -23,6 +23,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
+from lawkit.footprint import PHASES
+
 ANY_REGION = "*"
 ENGINE_FREE = "lawkit_runs_no_engine_code"
 """The attribute, true on a thread that runs only lawkit's own code (never a hashed file)."""
@@ -38,7 +40,7 @@ def context_name(phase: str, regions: set[str] | frozenset[str]) -> str:
 def parse_context(name: str) -> tuple[str, tuple[str, ...]]:
     """A phase and regions from a context name; an unknown context counts as ``steps``."""
     phase, _, listed = name.partition("|")
-    if phase not in ("startup", "steps"):
+    if phase not in PHASES:
         return "steps", ()  # a wrong steps only costs a refit
     return phase, tuple(r for r in listed.split(",") if r)
 
