@@ -29,8 +29,9 @@ from lawkit.fitting.rows import Split, row_uniform
 
 if TYPE_CHECKING:
     from lawkit.fitting import captures
-    from lawkit.fitting.request import FitRequest, LawSpec, Runner
+    from lawkit.fitting.request import FitRequest, LawSpec
     from lawkit.fitting.rows import BoolArray
+    from lawkit.fitting.types import Runner
 
 
 @dataclass(frozen=True)
@@ -154,15 +155,4 @@ def _k_folds(k: int, seed: int, nfiles: int) -> list[Fold]:
     return [Fold(0.0, seed, None, fold=j, folds=k) for j in range(k)]
 
 
-def describe_cv(cv: dict[str, Any]) -> str:
-    """The line `fit` prints for a law's `fit.cv`."""
-    how = f"leave one {cv['column']} out" if "column" in cv else \
-        f"{cv.get('split', 'random')}, seed {cv.get('seed', 0)}"
-    parts = [f"cv {cv['folds']} folds ({how})"]
-    if "mape" in cv:
-        parts.append(f"mape={cv['mape']:.6g} worst_mape={cv['worst_mape']:.6g}")
-    extra = [f"{key}={cv[key]}" for key in ("failed", "empty") if cv.get(key)]
-    return ": ".join(parts) + (f" {' '.join(extra)}" if extra else "")
-
-
-__all__ = ["Fold", "cross_validate", "cv_column", "describe_cv", "parse_cv"]
+__all__ = ["Fold", "cross_validate", "cv_column", "parse_cv"]

@@ -469,8 +469,8 @@ def _law(law: LawSpec, split: Split | None,
 
 
 class DaskRunner:
-    """`fit.Runner` on a Dask cluster: the tasks planned from the files, every pass a map over
-    them and a tree of merges, the fit's decisions on the client."""
+    """A `Runner` (`lawkit.fitting.types`) on a Dask cluster: the tasks planned from the files,
+    every pass a map over them and a tree of merges, the fit's decisions on the client."""
 
     def __init__(self, client: Any, found: Sequence[captures.Capture],
                  spec: captures.ColumnSpec, *, rows_per_task: int | None = None,

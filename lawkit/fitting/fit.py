@@ -36,9 +36,10 @@ from lawkit.fitting.plan import (
 )
 from lawkit.fitting.provenance import provenance_path, resolve_digest, timestamp
 from lawkit.fitting.report import FitReport, FittedLaw
-from lawkit.fitting.request import FitRequest, LawSpec, Runner
+from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import Split
 from lawkit.fitting.spill import remove_stale, removed_on_sigterm, temp_folder
+from lawkit.fitting.types import Runner
 from lawkit.lawfiles import lawfile
 
 

@@ -100,8 +100,6 @@ class FitReport:
                 out.extend(f"  {choice.describe(fitted.spec.method)}"
                            for choice in fitted.search.choices)
             if "cv" in stats:
-                from lawkit.fitting.crossval import describe_cv
-
                 out.append(f"  {describe_cv(stats['cv'])}")
         replaced = sum(f.replaced for f in self.laws)
         added = len(self.laws) - replaced
@@ -120,6 +118,17 @@ class FitReport:
         return out
 
 
+def describe_cv(cv: dict[str, Any]) -> str:
+    """The line `fit` prints for a law's `fit.cv`."""
+    how = f"leave one {cv['column']} out" if "column" in cv else \
+        f"{cv.get('split', 'random')}, seed {cv.get('seed', 0)}"
+    parts = [f"cv {cv['folds']} folds ({how})"]
+    if "mape" in cv:
+        parts.append(f"mape={cv['mape']:.6g} worst_mape={cv['worst_mape']:.6g}")
+    extra = [f"{key}={cv[key]}" for key in ("failed", "empty") if cv.get(key)]
+    return ": ".join(parts) + (f" {' '.join(extra)}" if extra else "")
+
+
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -130,5 +139,4 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-
-__all__ = ["FitReport", "FittedLaw"]
+__all__ = ["FitReport", "FittedLaw", "describe_cv"]

@@ -1,5 +1,5 @@
-"""What `lawkit fit` is asked to do: the request (the flags as values), each law to fit (a
-`LawSpec`), and the `Runner` interface the local and the Dask runners give the passes through.
+"""What `lawkit fit` is asked to do: the request (the flags as values) and each law to fit (a
+`LawSpec`).
 
 A law to fit is a `LawSpec`: name, target, terms, the `where` mapping and `filter` expression
 that select its rows, the method and an optional weight column.
@@ -11,15 +11,10 @@ import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from lawkit.fitting.formula import Formula
 from lawkit.lawfiles.where import format_where, law_columns
-
-if TYPE_CHECKING:
-    from lawkit.fitting.report import FittedLaw
-    from lawkit.fitting.rows import Split
-    from lawkit.fitting.scan import Scan
 
 CURRENT = "current"
 
@@ -105,25 +100,4 @@ class LawSpec:
         return format_where(self.where, self.filter)
 
 
-
-class Runner(Protocol):
-    """Where the rows are read and folded: this process, or a cluster
-    (`lawkit.fitting.distributed`)."""
-
-    def scan(self, specs: Sequence[LawSpec], request: FitRequest) -> Scan:
-        """One pass over the selection and digest columns of every capture."""
-
-    def fit(self, laws: Sequence[LawSpec], request: FitRequest, split: Split | None,
-            ) -> list[FittedLaw]:
-        """Every law fitted, in order."""
-
-    def hashes(self) -> list[str]:
-        """The sha256 of every capture file, in order."""
-
-    @property
-    def passes(self) -> dict[str, int]:
-        """Reads of the rows so far: by the scan (`scan`) and per law (or, on a cluster, for
-        all laws together: `fit`)."""
-
-
-__all__ = ["CURRENT", "FitRequest", "LawSpec", "Runner"]
+__all__ = ["CURRENT", "FitRequest", "LawSpec"]
