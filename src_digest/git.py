@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from . import (
+from ._manifest import (
     _PYCACHE,
     DigestError,
     FileEntry,
