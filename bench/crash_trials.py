@@ -7,7 +7,7 @@ files, of 12 (temps written on a thread pool), of 200 (the parse in forked worke
 --out that edits an existing law file, and one that creates a new file), it kills the command:
 
 - before each of its write calls in turn (every open, write, fsync, close, chmod, rename and
-  unlink from the first stray-temp removal or replace on: tests/reliability.py; at most
+  unlink from the first stray-temp removal or replace on: testing/reliability.py; at most
   --max-points of them, evenly spread), and
 - after N random times spread over a complete run (start-up and parsing included),
 
@@ -31,8 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reliability import LAWKIT, Scenario, count_write_calls
-from workspaces import make_workspace
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testing/: shared with tests
+from testing.reliability import LAWKIT, Scenario, count_write_calls
+from testing.workspaces import make_workspace
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -43,7 +43,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workspaces import law_text, laws, make_engine
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testing/: shared with tests
+from testing.workspaces import law_text, laws, make_engine
 
 REPO = Path(__file__).resolve().parent.parent
 

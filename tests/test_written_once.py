@@ -30,9 +30,8 @@ def test_a_git_failure_in_review_still_names_the_revision(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from workspaces import make_workspace
-
     from lawkit.cli import app
+    from testing.workspaces import make_workspace
 
     make_workspace(tmp_path, 1)
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)

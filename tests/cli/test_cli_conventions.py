@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
-from workspaces import OLD, make_workspace
 
 from lawkit import __version__
 from lawkit.cli import app
+from testing.workspaces import OLD, make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parents[1] / "data" / "sarathi-a100" / "cpu_overheads.csv"

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from reliability import LAWKIT
 from typer.testing import CliRunner
-from workspaces import make_workspace
 
 from lawkit import __version__
 from lawkit.cli import app
+from testing.reliability import LAWKIT
+from testing.workspaces import make_workspace
 
 runner = CliRunner()
 

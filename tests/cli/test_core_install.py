@@ -13,7 +13,8 @@ import venv
 from pathlib import Path
 
 import pytest
-from workspaces import make_workspace
+
+from testing.workspaces import make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 CORE_BUDGET_MB = 40

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 from typer.testing import CliRunner
-from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 from lawkit.keying.check import check_workspace
 from lawkit.keying.digest import current_digest
 from lawkit.workers import map_in_workers
+from testing.workspaces import OLD, law_text, make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from workspaces import make_engine, make_workspace
 
 from lawkit.cli import app
 from lawkit.config import Workspace
@@ -20,6 +19,7 @@ from lawkit.keying.check import check_workspace
 from lawkit.keying.checkcache import CheckCache
 from lawkit.keying.rekey import rekey
 from lawkit.lawfiles import lawfile
+from testing.workspaces import make_engine, make_workspace
 
 runner = CliRunner()
 

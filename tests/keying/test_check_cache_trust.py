@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from workspaces import make_workspace
 
 from lawkit.cli import app
 from lawkit.keying import check as check_module
 from lawkit.keying.checkcache import CheckCache
+from testing.workspaces import make_workspace
 
 runner = CliRunner()
 

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from reliability import one_line_exit_2
 from typer.testing import CliRunner
-from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
+from testing.reliability import one_line_exit_2
+from testing.workspaces import OLD, law_text, make_workspace
 
 runner = CliRunner()
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from workspaces import OLD, make_workspace
 
 from lawkit.cli import app
+from testing.workspaces import OLD, make_workspace
 
 runner = CliRunner()
 DIGEST = "8927e824"

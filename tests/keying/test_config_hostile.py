@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reliability import one_line_exit_2, run_bounded
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from testing.reliability import one_line_exit_2, run_bounded
 
 runner = CliRunner()
 

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from samples import GOOD
 from typer.testing import CliRunner
 
 from lawkit.cli import app
 from src_digest import host_key_of
+from testing.samples import GOOD
 
 runner = CliRunner()
 

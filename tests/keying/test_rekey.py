@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-from workspaces import OLD, body_of, make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.rekey import adopted_bytes, rekey, rekeyed_bytes
+from testing.workspaces import OLD, body_of, make_workspace
 
 NEW = "8927e824"  # the digest of workspaces.ENGINE
 AT = datetime.datetime(2026, 11, 10, 9, 12, 44, tzinfo=datetime.UTC)

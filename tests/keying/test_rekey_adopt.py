@@ -8,10 +8,10 @@ from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
-from workspaces import OLD, make_workspace
 
 from lawkit.cli import app
 from lawkit.lawfiles import lawfile
+from testing.workspaces import OLD, make_workspace
 
 runner = CliRunner()
 DIGEST = "8927e824"

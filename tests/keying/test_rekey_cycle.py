@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 
 from typer.testing import CliRunner
-from workspaces import law_text, laws, make_engine
 
 from lawkit.cli import app
+from testing.workspaces import law_text, laws, make_engine
 
 runner = CliRunner()
 

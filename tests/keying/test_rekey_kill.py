@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from typer.testing import CliRunner
-from workspaces import OLD, body_of, make_workspace
 
 from lawkit.cli import app
 from lawkit.fsio import TEMP_PREFIX
+from testing.workspaces import OLD, body_of, make_workspace
 
 NEW = "8927e824"
 FILES = 1000

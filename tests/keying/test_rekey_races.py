@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability import one_line_exit_2
 from typer.testing import CliRunner
-from workspaces import make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app
+from testing.reliability import one_line_exit_2
+from testing.workspaces import make_workspace
 
 runner = CliRunner()
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from workspaces import body_of
 
 from lawkit.keying.check import integrity_problems
 from lawkit.keying.rekey import adopted_bytes, rekeyed_bytes
 from lawkit.lawfiles import lawfile, lawwrite
+from testing.workspaces import body_of
 
 AT = "2026-11-10T09:12:44Z"
 WHY = 'docs only: "quoted" #1'

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import yaml
-from samples import GOOD
 from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.keying.schema import TERM_PATTERN, law_file_schema
 from lawkit.lawfiles.lawfile import load
+from testing.samples import GOOD
 
 runner = CliRunner()
 

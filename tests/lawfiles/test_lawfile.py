@@ -9,11 +9,11 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-from samples import GOOD
 
 from lawkit.errors import LawFileError
 from lawkit.lawfiles import lawfile
 from lawkit.lawfiles.lawwrite import format_float, law_file_text
+from testing.samples import GOOD
 
 
 def _error(text: str) -> str:

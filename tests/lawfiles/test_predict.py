@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from samples import GOOD
 
 from lawkit.errors import CaptureError, LawkitError
 from lawkit.lawfiles.lawfile import Law, load
 from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning
+from testing.samples import GOOD
 
 TERMS = {"1": 2.1e-3, "num_seqs": 1.2e-4, "num_tokens": 3.1e-8, "num_seqs:max_context": 1.0e-12}
 DOMAIN = {"num_seqs": [1.0, 256.0], "num_tokens": [1.0, 16384.0], "max_context": [128.0, 131072.0]}

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
 from typer.testing import CliRunner
-from workspaces import make_workspace
 
 from lawkit import fsio
 from lawkit.cli import app
 from lawkit.fsio import TEMP_PREFIX
 from lawkit.keying import rekey
+from testing.reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
+from testing.workspaces import make_workspace
 
 runner = CliRunner()
 REKEY = ["rekey", "--why", "crash trial"]

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability import one_line_exit_2
 from typer.testing import CliRunner
-from workspaces import make_workspace
 
 from lawkit.cli import app
 from src_digest import DigestError, host_key_of, manifest_of
+from testing.reliability import one_line_exit_2
+from testing.workspaces import make_workspace
 
 runner = CliRunner()
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability import assert_one_line
 
 from lawkit.errors import FitError, LawFileError, LawkitError
 from lawkit.fitting.formula import parse_formula
 from lawkit.lawfiles import lawfile, where
+from testing.reliability import assert_one_line
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = 300  # per target; a target whose case costs more gets fewer (Target.cost)

@@ -18,9 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from reliability import Outcome, assert_one_line, run_bounded
 from typer.testing import CliRunner
-from workspaces import OLD, law_text, laws, make_workspace
 
 from lawkit.cli import app
 from lawkit.errors import CaptureError, LawFileError
@@ -32,6 +30,8 @@ from lawkit.fitting.captures import (
     read_captures,
 )
 from lawkit.lawfiles import lawbytes, lawfile, yamlsafe
+from testing.reliability import Outcome, assert_one_line, run_bounded
+from testing.workspaces import OLD, law_text, laws, make_workspace
 
 runner = CliRunner()
 LAW_MEMORY_MB = 512  # show/check import no numpy: a law file gets far less than this

@@ -32,7 +32,8 @@ def _fit(tmp_path: Path, capture: Path, *extra: str) -> Any:
 def test_fit_by_a_parquet_list_or_struct_column_is_one_line(tmp_path: Path, kind: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from reliability import one_line_exit_2
+
+    from testing.reliability import one_line_exit_2
 
     rows = 40
     values: Any = {"list": [[i % 3, 1] for i in range(rows)],
@@ -48,7 +49,7 @@ def test_fit_by_a_parquet_list_or_struct_column_is_one_line(tmp_path: Path, kind
 
 
 def test_a_csv_with_two_columns_of_one_name_is_refused_naming_it(tmp_path: Path) -> None:
-    from reliability import one_line_exit_2
+    from testing.reliability import one_line_exit_2
 
     capture = tmp_path / "c.csv"
     capture.write_text("bs,host_s,bs\n" + "".join(f"{i},{0.001 * i},{99 - i}\n"
@@ -59,11 +60,11 @@ def test_a_csv_with_two_columns_of_one_name_is_refused_naming_it(tmp_path: Path)
 @pytest.mark.parametrize("rev", ["", "  "])
 def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Path,
                                                                    rev: str) -> None:
-    from reliability import one_line_exit_2
     from typer.testing import CliRunner
-    from workspaces import make_engine
 
     from lawkit.cli import app
+    from testing.reliability import one_line_exit_2
+    from testing.workspaces import make_engine
 
     make_engine(tmp_path)
     one_line_exit_2(CliRunner().invoke(app, ["digest", "--rev", rev]),
@@ -73,9 +74,9 @@ def test_digest_of_an_empty_revision_is_an_error_not_the_work_tree(tmp_path: Pat
 def test_digest_explain_outside_git_prints_the_digest_then_why_it_cannot_explain(
         tmp_path: Path) -> None:
     from typer.testing import CliRunner
-    from workspaces import make_engine
 
     from lawkit.cli import app
+    from testing.workspaces import make_engine
 
     make_engine(tmp_path)
     result = CliRunner().invoke(app, ["digest", "--explain"])

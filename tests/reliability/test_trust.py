@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reliability import one_line_exit_2
 from typer.testing import CliRunner, Result
-from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
 from lawkit.lawfiles import lawbytes
+from testing.reliability import one_line_exit_2
+from testing.workspaces import OLD, law_text, make_workspace
 
 runner = CliRunner()
 
@@ -39,9 +39,8 @@ def test_rekey_refuses_to_write_a_file_over_the_cap_and_writes_nothing(tmp_path:
 def test_a_fifo_at_the_cache_path_cannot_hang_check(tmp_path: Path) -> None:
     import os
 
-    from reliability import run_bounded
-
     from lawkit.keying.checkcache import CheckCache
+    from testing.reliability import run_bounded
 
     ws = make_workspace(tmp_path, 3)
     path = CheckCache(ws.laws, folder=tmp_path / "cache").path
@@ -60,7 +59,7 @@ HUGE_BLOB = 300 << 20  # streamed into git (bigFileThreshold) from a sparse file
 def test_review_refuses_a_huge_law_blob_by_its_size_without_reading_it(tmp_path: Path) -> None:
     import subprocess
 
-    from reliability import run_bounded
+    from testing.reliability import run_bounded
 
     make_workspace(tmp_path, 2)
 
@@ -161,7 +160,7 @@ def test_a_lone_surrogate_is_refused_in_one_line_not_written() -> None:
 
 
 def _bad_filter_workspace(tmp_path: Path) -> Path:
-    from workspaces import laws
+    from testing.workspaces import laws
 
     make_workspace(tmp_path, 1)
     law_dicts = laws(2)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
-from workspaces import OLD, law_text, make_workspace
 
 from lawkit.cli import app
+from testing.workspaces import OLD, law_text, make_workspace
 
 runner = CliRunner()
 HOSTILE = "<details><img src=x onerror=alert(1)>"

@@ -8,11 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from reliability import one_line_exit_2
 from typer.testing import CliRunner
-from workspaces import make_engine
 
 from lawkit.cli import app
+from testing.reliability import one_line_exit_2
+from testing.workspaces import make_engine
 
 runner = CliRunner()
 
@@ -93,7 +93,7 @@ def test_review_verifies_a_rekey_over_a_submodule_update_from_the_submodules_obj
         tmp_path: Path) -> None:
     import os
 
-    from workspaces import make_workspace
+    from testing.workspaces import make_workspace
 
     lib = tmp_path / "lib"
     lib.mkdir()

@@ -1,4 +1,4 @@
-"""Helpers of the reliability suite (issue 7): bounded runs and the shape of an error.
+"""Bounded runs, the shape of an error and crash trials: for the tests and bench/crash_trials.py.
 
 `run_bounded` runs `python -m lawkit ...` in a subprocess with a wall-clock timeout and an
 address-space limit (RLIMIT_AS), and measures its time and peak memory (from wait4), so that a
@@ -192,8 +192,8 @@ def die_before_write_call(n: int) -> None:
 def lawkit_until_killed(args: list[str], n: int, *, cwd: Path, timeout: float = 60.0,
                         ) -> subprocess.CompletedProcess[str]:
     """`lawkit ARGS` in a subprocess that dies before its `n`th write call (0: none)."""
-    here = str(Path(__file__).resolve().parent)
-    code = (f"import sys; sys.path.insert(0, {here!r}); import reliability; "
+    root = str(Path(__file__).resolve().parent.parent)  # the repository root, above testing/
+    code = (f"import sys; sys.path.insert(0, {root!r}); from testing import reliability; "
             f"reliability.die_before_write_call({n}); from lawkit.cli import app; "
             f"sys.argv = ['lawkit', *{args!r}]; app()")
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,

@@ -1,0 +1,13 @@
+"""Helpers shared by the tests and the benchmarks, never imported by lawkit itself.
+
+- `workspaces`: law files and workspaces with correct body hashes (tests and bench/).
+- `reliability`: bounded runs, the one-line error's shape, crash trials (tests and bench/).
+- `samples`: sample law-file text.
+- `gitrepo`: a git runner and repositories built commit by commit.
+
+How each side imports them (tests never import bench/): pytest puts the repository root on
+`sys.path` (`pythonpath = ["."]` in pyproject.toml), so a test writes
+`from testing.workspaces import make_workspace`; a bench script, run as
+`python bench/NAME.py`, inserts the repository root itself (`sys.path.insert(0, ROOT)`) before
+the same import. Fixtures built on these live in tests/conftest.py and tests/<wing>/conftest.py.
+"""
