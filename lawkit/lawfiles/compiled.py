@@ -50,14 +50,15 @@ from lawkit.lawfiles.where import (
 )
 
 if TYPE_CHECKING:
-    from lawkit.lawfiles.lawfile import Law
+    from lawkit.lawfiles.lawtypes import LawLike
 
 Row = Mapping[str, Any]
 _MODES = ("warn", "ignore", "mask", "raise")
 _NUMBER_TYPES = (int, float)
 
 
-def compile_law(law: Law, *, on_domain: str = "warn", stacklevel: int = 2) -> Callable[[Row], Any]:
+def compile_law(law: LawLike, *, on_domain: str = "warn",
+                stacklevel: int = 2) -> Callable[[Row], Any]:
     """The law as `f(row) -> float` (with `on_domain="mask"`, `-> (float, outside)`); see
     `Law.compile`. `stacklevel` is the warning's, counted from the generated function."""
     if on_domain not in _MODES:
@@ -65,7 +66,7 @@ def compile_law(law: Law, *, on_domain: str = "warn", stacklevel: int = 2) -> Ca
     return _Generator(law, on_domain, stacklevel).build()
 
 
-def row_selected(law: Law, row: Row) -> bool | None:
+def row_selected(law: LawLike, row: Row) -> bool | None:
     """Whether the law's `where` and `filter` select `row`, judged by the parts whose columns
     the row holds; None when the row holds the columns of neither."""
     judged: bool | None = None
@@ -76,7 +77,7 @@ def row_selected(law: Law, row: Row) -> bool | None:
     return judged
 
 
-def outside_message(law: Law, row: Row) -> str:
+def outside_message(law: LawLike, row: Row) -> str:
     """`law 'x': the row is outside its domain (num_seqs 300 > 256; not selected by ...)`:
     what `predict.outside_message` says of one row, without numpy."""
     details = []
@@ -96,7 +97,7 @@ def outside_message(law: Law, row: Row) -> str:
 
 
 class _Generator:
-    def __init__(self, law: Law, mode: str, stacklevel: int) -> None:
+    def __init__(self, law: LawLike, mode: str, stacklevel: int) -> None:
         self.law = law
         self.mode = mode
         self.stacklevel = stacklevel
@@ -231,7 +232,7 @@ class _Generator:
         return function
 
 
-def _selection_parts(law: Law) -> list[Expr]:
+def _selection_parts(law: LawLike) -> list[Expr]:
     parts = []
     if law.where:
         parts.append(mapping_expr(law.where))
@@ -296,7 +297,7 @@ def _kind(value: Any) -> str:
     return "string"
 
 
-def _number(value: Any, name: str, law: Law) -> float:
+def _number(value: Any, name: str, law: LawLike) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if hasattr(value, "dtype") and value.dtype.kind in "iuf":
             return float(value)
@@ -305,12 +306,13 @@ def _number(value: Any, name: str, law: Law) -> float:
 
 
 
-def law_chooser(laws: Sequence[Law], *, on_domain: str, shown: str) -> Callable[[Row], Any]:
+def law_chooser(laws: Sequence[LawLike], *, on_domain: str, shown: str) -> Callable[[Row], Any]:
     """`f(row)`: the first of `laws` whose `where` and `filter` select the row, on the row (see
     `LawFile.compile`)."""
-    functions = [law.compile(on_domain=on_domain) for law in laws]  # type: ignore[call-overload]
+    # the very function `law.compile(on_domain=...)` returns (cached in the law)
+    functions = [law.row_function(on_domain, stacklevel=2) for law in laws]
     if len(laws) == 1 and not (laws[0].where or laws[0].filter):
-        return functions[0]  # type: ignore[no-any-return]
+        return functions[0]
     table, columns = _dispatch_table(laws, functions)
 
     def scan(row: Row) -> Any:
@@ -339,7 +341,7 @@ def law_chooser(laws: Sequence[Law], *, on_domain: str, shown: str) -> Callable[
     return choose
 
 
-def _dispatch_table(laws: Sequence[Law], functions: list[Callable[[Row], Any]],
+def _dispatch_table(laws: Sequence[LawLike], functions: list[Callable[[Row], Any]],
                     ) -> tuple[dict[Any, Callable[[Row], Any]] | None, list[str]]:
     """A lookup from the row's `where` values to the law, when every law's selection is a
     `where` of single values over the same columns (what `fit --by` writes); else None."""

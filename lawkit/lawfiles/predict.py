@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from lawkit.lawfiles.lawfile import Law
+    from lawkit.lawfiles.lawtypes import LawLike
 
     FloatArray = npt.NDArray[np.float64]
     BoolArray = npt.NDArray[np.bool_]
@@ -37,7 +37,7 @@ OnDomain = Literal["warn", "ignore", "mask", "raise"]
 _ON_DOMAIN = ("warn", "ignore", "mask", "raise")
 
 
-def predict(law: Law, data: Any, *, on_domain: OnDomain = "warn", stacklevel: int = 2) -> Any:
+def predict(law: LawLike, data: Any, *, on_domain: OnDomain = "warn", stacklevel: int = 2) -> Any:
     """The law's predictions for `data`; see `Law.predict` for the arguments and results."""
     if on_domain not in _ON_DOMAIN:
         raise ValueError(f"on_domain must be one of {', '.join(_ON_DOMAIN)}, got {on_domain!r}")
@@ -72,7 +72,7 @@ _OUT, _SCRATCH = 0, 1
 _Step = tuple[Any, int, int, int]
 
 
-def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, set[str]]:
+def _evaluate(law: LawLike, data: Any, *, check_domain: bool) -> tuple[FloatArray, set[str]]:
     """The values, and (when checked) the domain columns holding a value outside their range."""
     import numpy as np
 
@@ -109,7 +109,7 @@ def _evaluate(law: Law, data: Any, *, check_domain: bool) -> tuple[FloatArray, s
     return out, strays
 
 
-def _program(law: Law, names: list[str]) -> tuple[list[_Step], list[tuple[Factor, int]],
+def _program(law: LawLike, names: list[str]) -> tuple[list[_Step], list[tuple[Factor, int]],
                                                   list[float]]:
     """The passes that evaluate `law` over a block, the step/hinge factors to compute first
     (each with the slot of its column), and the constants' slot values.
@@ -159,7 +159,7 @@ def _program(law: Law, names: list[str]) -> tuple[list[_Step], list[tuple[Factor
     return steps, derived, constants
 
 
-def _stray_mask(law: Law, data: Any, strays: set[str], shape: tuple[int, ...]) -> BoolArray:
+def _stray_mask(law: LawLike, data: Any, strays: set[str], shape: tuple[int, ...]) -> BoolArray:
     import numpy as np
 
     outside = np.zeros(shape, dtype=bool)
@@ -170,7 +170,7 @@ def _stray_mask(law: Law, data: Any, strays: set[str], shape: tuple[int, ...]) -
     return outside
 
 
-def outside_message(law: Law, data: Any, outside: Any) -> str:
+def outside_message(law: LawLike, data: Any, outside: Any) -> str:
     """`law 'x': 3 of 1000 rows outside its domain (num_seqs 300 > 256, ...)`."""
     if isinstance(data, Mapping) and all(_is_scalar(v) for v in data.values()):
         from lawkit.lawfiles.compiled import outside_message as row_message
@@ -204,13 +204,13 @@ def outside_message(law: Law, data: Any, outside: Any) -> str:
     return f"law {law.name!r}: {rows} outside its domain ({'; '.join(details)})"
 
 
-def _predict_scalar(law: Law, data: Mapping[str, Any]) -> tuple[float, bool]:
+def _predict_scalar(law: LawLike, data: Mapping[str, Any]) -> tuple[float, bool]:
     # The simulator's path: the law's generated row function (no numpy), built once per law.
     value, outside = law.row_function("mask", stacklevel=2)(data)
     return value, outside
 
 
-def _predict_arrays(law: Law, data: Any, *, check: bool, mask: bool = True,
+def _predict_arrays(law: LawLike, data: Any, *, check: bool, mask: bool = True,
                     ) -> tuple[FloatArray, BoolArray | None]:
     """The values and the rows outside; None for "none outside" unless `mask` asks for the
     array (building an all-False mask of a million rows costs a fifth of the evaluation)."""
@@ -225,7 +225,7 @@ def _predict_arrays(law: Law, data: Any, *, check: bool, mask: bool = True,
     return values, outside
 
 
-def _unselected(law: Law, data: Any, shape: tuple[int, ...] = (1,)) -> BoolArray | None:
+def _unselected(law: LawLike, data: Any, shape: tuple[int, ...] = (1,)) -> BoolArray | None:
     """The rows the law's where/filter does not select, judged by the parts whose columns the
     data holds (a simulator that picked the law itself passes no `phase` column)."""
     from lawkit.lawfiles.where import law_columns, law_mask
@@ -271,12 +271,12 @@ def has_column(data: Any, name: str) -> bool:
         return False
 
 
-def _missing(name: str, law: Law) -> MissingColumnError:
+def _missing(name: str, law: LawLike) -> MissingColumnError:
     return MissingColumnError(f"law {law.name!r} needs column {name!r}, which the data does not "
                               "hold")
 
 
-def _array(data: Any, name: str, law: Law) -> Any:
+def _array(data: Any, name: str, law: LawLike) -> Any:
     import numpy as np
 
     try:
