@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from lawkit.config import Workspace
 from lawkit.errors import ConfigError, LawFileError, LawkitError, RefusalError
 from lawkit.fsio import TEMP_PREFIX
-from lawkit.keying.annotations import annotation
 from lawkit.keying.digest import current_digest
-from lawkit.lawfiles.fixes import ADOPT_FIX, REKEY_FIX, refit_fix, stale_fix, stale_message
+from lawkit.keying.facts import FileFacts, Problem
+from lawkit.lawfiles.fixes import ADOPT_FIX, REKEY_FIX, refit_fix, stale_fix
 from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
 
@@ -31,27 +31,6 @@ if TYPE_CHECKING:
 SYMLINKED_FOLDER = ("a symlinked folder: lawkit never follows a symlink below the laws folder "
                     "(its law files would be checked and rekeyed outside it); move the files "
                     "into the laws folder, or point --laws at the folder itself")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with one law file; `fix` is the command that fixes it, where one does."""
-
-    path: str
-    line: int | None
-    kind: str  # invalid, stale, unexplained, body-edited, duplicate
-    message: str
-    fix: str | None = None
-
-    def text(self) -> str:
-        """`laws/x.yaml:6: stale: names 59e9ff5a, the engine is at 68ad8fc6`."""
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.kind}: {self.message}"
-
-    def github(self) -> str:
-        """A GitHub workflow `::error` annotation."""
-        return annotation("error", f"{self.kind}: {self.message}", file=self.path,
-                          line=self.line)
 
 
 @dataclass(frozen=True)
@@ -119,33 +98,6 @@ class CheckReport:
     def json_text(self) -> str:
         """`to_json` serialised."""
         return json.dumps(self.to_json(), indent=2)
-
-
-@dataclass(frozen=True)
-class FileFacts:
-    """What `check` learns from one file's bytes, whatever the engine's digest: the digest it
-    names and that line (None for an invalid file), its problems other than staleness, and its
-    identity (its labels) with their line. Plain data: `checkcache` keeps it between runs."""
-
-    named: str | None
-    key_line: int | None
-    problems: tuple[Problem, ...]
-    identity: str | None = None
-    labels_line: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts as plain data (what the cache stores; `dataclasses.asdict` is 5x slower)."""
-        return {"named": self.named, "key_line": self.key_line,
-                "problems": [dict(vars(problem)) for problem in self.problems],
-                "identity": self.identity, "labels_line": self.labels_line}
-
-    def problems_at(self, shown: str, digest: str) -> list[Problem]:
-        """The file's problems with the engine at `digest`: stale first, then the others."""
-        if self.named is None or self.named == digest:
-            return list(self.problems)
-        stale = Problem(shown, self.key_line, "stale", stale_message(self.named, digest),
-                        REKEY_FIX)
-        return [stale, *self.problems]
 
 
 def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,

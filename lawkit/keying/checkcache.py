@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lawkit.keying.check import FileFacts, Problem
+from lawkit.keying.facts import FileFacts, Problem
 
 FORMAT = 1
 KEEP_OTHERS = 3
@@ -54,8 +54,9 @@ ABANDONED_AFTER_S = 3600
 removes it."""
 _TEMP_PREFIX, _TEMP_SUFFIX = ".check-", ".tmp"
 # what makes the facts: rekey writes those of the files it edits
-_CODE = ("keying/check.py", "keying/checkcache.py", "errors.py", "lawfiles/lawbytes.py",
-         "lawfiles/lawfile.py", "keying/rekey.py", "lawfiles/yamlsafe.py", "lawfiles/fixes.py")
+_CODE = ("keying/check.py", "keying/checkcache.py", "keying/facts.py", "errors.py",
+         "lawfiles/lawbytes.py", "lawfiles/lawfile.py", "keying/rekey.py", "lawfiles/yamlsafe.py",
+         "lawfiles/fixes.py")
 _LIBRARIES = ("yaml", "pydantic", "pydantic_core")
 
 

@@ -24,8 +24,6 @@ from lawkit import fsio
 from lawkit.config import Workspace, require_digest
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.check import (
-    FileFacts,
-    Problem,
     identity_of,
     integrity_problems,
     law_paths,
@@ -33,6 +31,7 @@ from lawkit.keying.check import (
     read_law_file,
 )
 from lawkit.keying.digest import current_digest
+from lawkit.keying.facts import FileFacts, Problem
 from lawkit.keying.footprints import FileVerdict
 from lawkit.lawfiles import lawbytes, lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
