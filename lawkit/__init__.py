@@ -18,13 +18,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from lawkit._version import __version__
+
 if TYPE_CHECKING:
     from lawkit.api import check, digest, fit, rekey, score
     from lawkit.errors import LawkitError
     from lawkit.lawfiles.lawfile import Law, LawFile, load
     from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning
-
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "digest": "lawkit.api",

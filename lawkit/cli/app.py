@@ -140,7 +140,7 @@ REPORT_TO = ("please report it to the lawkit maintainers (the issue tracker of t
 
 def _version(value: bool) -> None:
     if value:
-        from lawkit import __version__
+        from lawkit._version import __version__
 
         typer.echo(f"lawkit {__version__}")
         raise typer.Exit(0)
