@@ -3,7 +3,8 @@
 - `workspaces`: law files and workspaces with correct body hashes (tests and bench/).
 - `reliability`: bounded runs, the one-line error's shape, crash trials (tests and bench/).
 - `samples`: sample law-file text.
-- `gitrepo`: a git runner and repositories built commit by commit.
+- `lawrepo`: the one git runner, and repositories of an engine and its law files built
+  commit by commit (the review scenario).
 
 How each side imports them (tests never import bench/): pytest puts the repository root on
 `sys.path` (`pythonpath = ["."]` in pyproject.toml), so a test writes

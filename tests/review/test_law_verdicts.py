@@ -19,11 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_review import ENGINE, body_of, commit, engine_digest, git, init_repo, law_text, runner
+from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
 from lawkit.footprint.units import units_of
+from testing.lawrepo import (
+    ENGINE,
+    body_of,
+    commit,
+    engine_digest,
+    git,
+    init_repo,
+    law_text,
+)
+
+runner = CliRunner()
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
 SAMPLER_EDIT = {"atom/sampler.py": "def sample(logits):\n    return max(logits)\n"}

@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from test_review import (
+from typer.testing import CliRunner
+
+from lawkit.cli import app
+from lawkit.config import load_workspace
+from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
+from lawkit.footprint.units import units_of
+from lawkit.keying.review.verify import ReviewReport, review
+from testing.lawrepo import (
     CONFIG,
     ENGINE,
     commit,
@@ -26,14 +33,9 @@ from test_review import (
     law_text,
     line_of,
     rekeyed,
-    runner,
 )
 
-from lawkit.cli import app
-from lawkit.config import load_workspace
-from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
-from lawkit.footprint.units import units_of
-from lawkit.keying.review.verify import ReviewReport, review
+runner = CliRunner()
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
 SAMPLER_EDIT = {"atom/sampler.py": "def sample(logits):\n    return max(logits)\n"}

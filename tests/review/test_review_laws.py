@@ -10,7 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from test_review import (
+from typer.testing import CliRunner
+
+from lawkit.cli import app
+from lawkit.config import load_workspace
+from lawkit.keying.review.lawchange import FileReview
+from lawkit.keying.review.verify import ReviewReport, review
+from lawkit.lawfiles.lawwrite import provenance_entry
+from testing.lawrepo import (
     AT,
     DOCSTRING_EDIT,
     ENGINE,
@@ -27,14 +34,9 @@ from test_review import (
     law_text,
     line_of,
     rekeyed,
-    runner,
 )
 
-from lawkit.cli import app
-from lawkit.config import load_workspace
-from lawkit.keying.review.lawchange import FileReview
-from lawkit.keying.review.verify import ReviewReport, review
-from lawkit.lawfiles.lawwrite import provenance_entry
+runner = CliRunner()
 
 OLD = engine_digest(ENGINE)
 NEW = engine_digest(ENGINE, DOCSTRING_EDIT)

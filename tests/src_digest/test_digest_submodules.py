@@ -5,12 +5,12 @@ from the submodule's own git objects or fails naming it, and `--explain` names t
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from testing import lawrepo
 from testing.reliability import one_line_exit_2
 from testing.workspaces import make_engine
 
@@ -18,8 +18,8 @@ runner = CliRunner()
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    """testing.lawrepo's git, allowed to clone a submodule from a local path."""
+    lawrepo.git(cwd, "-c", "protocol.file.allow=always", *args)
 
 
 def engine_with_submodule(tmp_path: Path) -> Path:

@@ -24,31 +24,7 @@ from src_digest import (
     read_blobs,
     select_tree,
 )
-
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "src_digest tests",
-    "GIT_AUTHOR_EMAIL": "tests@src-digest.invalid",
-    "GIT_COMMITTER_NAME": "src_digest tests",
-    "GIT_COMMITTER_EMAIL": "tests@src-digest.invalid",
-}
-
-
-@pytest.fixture(autouse=True)
-def _git_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A git that reads no user config and no repository but the test's own."""
-    for name, value in GIT_ENV.items():
-        monkeypatch.setenv(name, value)
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def git(repo: Path, *args: str | bytes) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, check=True, stdin=subprocess.DEVNULL
-    )
-    return out.stdout.decode().strip()
+from testing.lawrepo import commit, git, init_repo
 
 
 def write(base: Path, relpath: str | bytes, content: bytes) -> None:
@@ -58,25 +34,10 @@ def write(base: Path, relpath: str | bytes, content: bytes) -> None:
         f.write(content)
 
 
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--no-verify", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
-
-
 def checkout(repo: Path, rev: str, where: Path) -> Path:
     """A fresh work tree of ``rev`` (symlinks and bytes as git checks them out)."""
     git(repo, "worktree", "add", "-q", "--detach", str(where), rev)
     return where
-
-
-def init_repo(repo: Path) -> Path:
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "core.autocrlf", "false")
-    git(repo, "config", "core.symlinks", "true")
-    git(repo, "config", "commit.gpgsign", "false")
-    return repo
 
 
 def build_history(engine: Path) -> list[str]:
@@ -99,18 +60,18 @@ def build_history(engine: Path) -> list[str]:
     os.symlink("../nowhere.py", engine / "atom" / "dangling.py")
     os.symlink("engine", engine / "atom" / "enginedir")  # a symlinked folder: not walked
     os.symlink("engine", engine / "atom" / "enginedir.py")  # named like a module: hashed
-    revs.append(commit(repo, "add the engine"))
+    revs.append(commit(repo, {}, "add the engine"))
 
     write(engine, "atom/engine/step.py", b"x = 2\n")
-    revs.append(commit(repo, "change step"))
+    revs.append(commit(repo, {}, "change step"))
 
     git(repo, "mv", str(engine / "atom/engine/step.py"), str(engine / "atom/engine/stage.py"))
-    revs.append(commit(repo, "rename step to stage"))
+    revs.append(commit(repo, {}, "rename step to stage"))
 
     os.unlink(engine / "atom" / "crlf.py")
     write(engine, b"atom/caf\xe9.py", b"a non-UTF-8 name")
     write(engine, "atom/engine/new.py", b"new = True\n")
-    revs.append(commit(repo, "delete crlf, add files"))
+    revs.append(commit(repo, {}, "delete crlf, add files"))
     return revs
 
 
@@ -131,7 +92,7 @@ def assert_same_as_checkout(
 
 
 def test_digest_at_each_revision_equals_the_digest_of_its_checkout(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     revs = build_history(repo)
 
     digests = []
@@ -145,7 +106,7 @@ def test_digest_at_each_revision_equals_the_digest_of_its_checkout(tmp_path: Pat
 
 
 def test_the_first_revision_hashes_exactly_the_expected_files(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     first = build_history(repo)[0]
 
     relpaths = [e.relpath for e in manifest_at_rev(repo, first).entries]
@@ -168,7 +129,7 @@ def test_the_first_revision_hashes_exactly_the_expected_files(tmp_path: Path) ->
 
 
 def test_digest_at_a_revision_with_the_engine_in_a_subfolder(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     write(repo, "atom/decoy.py", b"an atom/ at the top level is not the engine's")
     revs = build_history(repo / "examples" / "engine")
 
@@ -184,7 +145,7 @@ def test_digest_at_a_revision_with_the_engine_in_a_subfolder(tmp_path: Path) -> 
 
 
 def test_git_toplevel_at_the_top_level_has_an_empty_prefix(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
 
     assert git_toplevel(repo) == (str(repo.resolve()), "")
 
@@ -195,9 +156,9 @@ def test_a_submodule_without_its_objects_fails_naming_it_never_skipped(tmp_path:
     # the digest of a checkout without them (tests/src_digest/test_digest_submodules.py: with them).
     from src_digest import SubmoduleError
 
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     write(repo, "atom/a.py", b"a")
-    commit(repo, "one file")
+    commit(repo, {}, "one file")
     head = git(repo, "rev-parse", "HEAD")
     git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},atom/vendored.py")
     git(repo, "commit", "-q", "-m", "a submodule named like a module")
@@ -212,10 +173,10 @@ def test_a_submodule_without_its_objects_fails_naming_it_never_skipped(tmp_path:
 def test_manifest_at_rev_runs_git_twice_whatever_the_file_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     for i in range(60):
         write(repo, f"atom/m{i // 10}/f{i}.py", f"v = {i}\n".encode())
-    commit(repo, "sixty files")
+    commit(repo, {}, "sixty files")
     calls: list[list[Any]] = []
     real_run = subprocess.run
 
@@ -230,10 +191,10 @@ def test_manifest_at_rev_runs_git_twice_whatever_the_file_count(
 
 
 def test_read_blobs_reads_many_blobs_in_one_process_by_the_ids_asked(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     write(repo, "a.py", b"")
     write(repo, "b.bin", bytes(range(256)) * 3 + b"\n\n")
-    commit(repo, "two blobs")
+    commit(repo, {}, "two blobs")
     oids = {e.path: e.oid for e in ls_tree(repo, "HEAD")}
 
     blobs = read_blobs(repo, [oids[b"b.bin"], oids[b"a.py"], oids[b"b.bin"]])
@@ -261,9 +222,9 @@ def test_select_tree_applies_the_work_tree_rules_to_ls_tree_entries() -> None:
 
 
 def test_a_bad_revision_is_a_git_error_naming_it(tmp_path: Path) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     write(repo, "atom/a.py", b"a")
-    commit(repo, "one file")
+    commit(repo, {}, "one file")
 
     with pytest.raises(GitObjectsError, match="'no-such-rev'") as info:
         manifest_at_rev(repo, "no-such-rev")
@@ -276,9 +237,9 @@ def test_a_bad_revision_is_a_git_error_naming_it(tmp_path: Path) -> None:
 def test_a_revision_without_the_package_is_an_error_unless_empty_is_allowed(
     tmp_path: Path,
 ) -> None:
-    repo = init_repo(tmp_path / "repo")
+    repo = init_repo(tmp_path / "repo", config=None)
     write(repo, "README", b"no engine yet")
-    first = commit(repo, "no engine")
+    first = commit(repo, {}, "no engine")
 
     with pytest.raises(DigestError, match=r"none of the packages exists.*at revision '[0-9a-f]+'"):
         manifest_at_rev(repo, first)
