@@ -79,8 +79,8 @@ print(json.dumps(coef.tolist()))
 """
 BASELINES = {
     "lawkit": "import typer, lawkit.cli, lawkit.fitting.fit, lawkit.fitting.solve, "
-              "lawkit.fitting.captures, lawkit.fitting.lawmerge, pyarrow.parquet, pyarrow.compute, "
-              "scipy.special",
+              "lawkit.fitting.captures.read, lawkit.fitting.lawmerge, pyarrow.parquet, "
+              "pyarrow.compute, scipy.special",
     "statsmodels": "import pandas, statsmodels.api, pyarrow.parquet",
     "bare": "import numpy, pandas, pyarrow.parquet",
 }

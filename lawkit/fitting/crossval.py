@@ -28,7 +28,7 @@ from lawkit.errors import FitError
 from lawkit.fitting.rows import Split, row_uniform
 
 if TYPE_CHECKING:
-    from lawkit.fitting import captures
+    from lawkit.fitting.captures.chunks import Chunk
     from lawkit.fitting.request import FitRequest, LawSpec
     from lawkit.fitting.rows import BoolArray
     from lawkit.fitting.types import Runner
@@ -43,7 +43,7 @@ class Fold(Split):
     fold: int = 0
     folds: int = 0
 
-    def held(self, chunk: captures.Chunk) -> BoolArray:
+    def held(self, chunk: Chunk) -> BoolArray:
         if self.column is not None:
             return np.asarray(chunk.columns[self.column] == self.value, dtype=bool)
         if self.files is not None:

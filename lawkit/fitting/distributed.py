@@ -47,7 +47,7 @@ a value (the first in file order is raised), so a task that was running on a wor
 is run again elsewhere with the same result; Dask does that by itself, up to
 ``distributed.scheduler.allowed-failures`` times per task.
 
-Row-group tasks read through `captures.chunk_from_columns`, which reports a NaN in a number
+Row-group tasks read through `captures.read.chunk_from_columns`, which reports a NaN in a number
 column as an empty value; a whole-file task reads as the local fit does.
 """
 
@@ -65,8 +65,11 @@ from typing import Any
 import numpy as np
 
 from lawkit.errors import CaptureError, FitError, LawkitError
-from lawkit.fitting import breakpoints, captures, methods, solve
+from lawkit.fitting import breakpoints, methods, solve
 from lawkit.fitting.breakpoints import auto_factors
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
+from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
+from lawkit.fitting.captures.read import chunk_from_columns, read_chunks
 from lawkit.fitting.report import FittedLaw
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import RowsSeen, Split, law_design, law_rows
@@ -164,13 +167,13 @@ class Part:
     """The rows of one task: a whole capture file, or a run of a Parquet file's row groups
     (`start` rows of the file come before them)."""
 
-    capture: captures.Capture
+    capture: Capture
     file_index: int
     row_groups: tuple[int, ...] | None = None
     start: int = 0
 
 
-def plan_parts(found: Sequence[captures.Capture], groups: Sequence[tuple[int, ...] | None],
+def plan_parts(found: Sequence[Capture], groups: Sequence[tuple[int, ...] | None],
                rows_per_task: int = ROWS_PER_TASK) -> list[Part]:
     """The tasks for the capture files, given the rows of each Parquet file's row groups (None
     for a file read whole)."""
@@ -192,7 +195,7 @@ def plan_parts(found: Sequence[captures.Capture], groups: Sequence[tuple[int, ..
     return parts
 
 
-def row_groups(capture: captures.Capture) -> tuple[int, ...] | None:
+def row_groups(capture: Capture) -> tuple[int, ...] | None:
     """The rows of each row group of an uncompressed Parquet file; None for any other file,
     or one that does not read (the pass that reads it names the problem)."""
     if capture.format != "parquet" or capture.compressed:
@@ -206,13 +209,13 @@ def row_groups(capture: captures.Capture) -> tuple[int, ...] | None:
         return None
 
 
-def read_part(part: Part, spec: captures.ColumnSpec, chunk_rows: int = STREAM_ROWS,
-              ) -> Iterator[captures.Chunk]:
+def read_part(part: Part, spec: ColumnSpec, chunk_rows: int = STREAM_ROWS,
+              ) -> Iterator[Chunk]:
     """The rows of a task as Chunks of at most `chunk_rows` rows, validated and numbered as a
     local fit reads them (file index, row numbers within the file)."""
     if part.row_groups is None:
-        yield from captures.read_chunks(part.capture, spec, chunk_rows=chunk_rows,
-                                        file_index=part.file_index)
+        yield from read_chunks(part.capture, spec, chunk_rows=chunk_rows,
+                               file_index=part.file_index)
         return
     import pyarrow.parquet as pq
 
@@ -225,7 +228,7 @@ def read_part(part: Part, spec: captures.ColumnSpec, chunk_rows: int = STREAM_RO
     schema = parquet.schema_arrow
     digest = None
     if spec.digest is not None and schema.metadata:
-        raw = schema.metadata.get(f"{captures.METADATA_PREFIX}{spec.digest}".encode())
+        raw = schema.metadata.get(f"{METADATA_PREFIX}{spec.digest}".encode())
         digest = raw.decode("utf-8", "replace") if raw is not None else None
     names = list(schema.names)
     for column in spec.names():
@@ -244,8 +247,8 @@ def read_part(part: Part, spec: captures.ColumnSpec, chunk_rows: int = STREAM_RO
                                        for i, name in enumerate(batch.schema.names)}
             if not columns:  # no column asked for: only the row count
                 columns[_NO_ROWS] = np.zeros(batch.num_rows)
-            yield captures.chunk_from_columns(columns, spec, shown=shown, start=start,
-                                              file_index=part.file_index, digest=digest)
+            yield chunk_from_columns(columns, spec, shown=shown, start=start,
+                                     file_index=part.file_index, digest=digest)
             start += batch.num_rows
     except LawkitError:
         raise
@@ -372,7 +375,7 @@ def merge_all(*results: Any) -> Any:
 # -- the task functions (pure: arguments and file bytes in, a small value out) -------------------
 
 
-def _scan_task(index: int, part: Part, spec: captures.ColumnSpec, specs: list[LawSpec],
+def _scan_task(index: int, part: Part, spec: ColumnSpec, specs: list[LawSpec],
                by: tuple[str, ...], drop_invalid: bool, chunk_rows: int, split: Split | None,
                ) -> Scan | _Failed:
     scan = Scan()
@@ -384,14 +387,14 @@ def _scan_task(index: int, part: Part, spec: captures.ColumnSpec, specs: list[La
     return scan
 
 
-def _hash_task(capture: captures.Capture) -> str | LawkitError:
+def _hash_task(capture: Capture) -> str | LawkitError:
     try:
         return capture.sha256()
     except LawkitError as exc:
         return exc
 
 
-def _pass_task(index: int, part: Part, spec: captures.ColumnSpec,
+def _pass_task(index: int, part: Part, spec: ColumnSpec,
                work: list[tuple[LawSpec, _Request]], drop_invalid: bool, split: Split | None,
                chunk_rows: int) -> list[Any] | _Failed:
     replies: list[Any] = [None] * len(work)
@@ -407,7 +410,7 @@ def _pass_task(index: int, part: Part, spec: captures.ColumnSpec,
     return replies
 
 
-def _answer(request: _Request, reply: Any, law: LawSpec, chunk: captures.Chunk,
+def _answer(request: _Request, reply: Any, law: LawSpec, chunk: Chunk,
             rows: Any, dropped: int) -> Any:
     """`reply` with the chunk's rows of the law folded in (a reply is the task's own value,
     so it is updated in place)."""
@@ -472,8 +475,8 @@ class DaskRunner:
     """A `Runner` (`lawkit.fitting.types`) on a Dask cluster: the tasks planned from the files,
     every pass a map over them and a tree of merges, the fit's decisions on the client."""
 
-    def __init__(self, client: Any, found: Sequence[captures.Capture],
-                 spec: captures.ColumnSpec, *, rows_per_task: int | None = None,
+    def __init__(self, client: Any, found: Sequence[Capture],
+                 spec: ColumnSpec, *, rows_per_task: int | None = None,
                  chunk_rows: int | None = None) -> None:
         self.client = client
         self.found = list(found)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lawkit.config import Workspace
-from lawkit.fitting import captures
+from lawkit.fitting.captures.files import Capture, find_captures
 from lawkit.fitting.local import LocalRunner
 from lawkit.fitting.plan import (
     check_names,
@@ -76,7 +76,7 @@ def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     out_shown = ws.rel(out)
     existing = load_existing(out, out_shown, ws)
     specs = plan_specs(request, existing)
-    found = captures.find_captures(request.captures, shown=ws.rel)
+    found = find_captures(request.captures, shown=ws.rel)
     spec = column_spec(specs, request, ws)
     if request.dask is None:
         with LocalRunner(found, spec, request) as local:
@@ -90,7 +90,7 @@ def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
 
 def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
               existing: lawfile.LawFile | None, specs: Sequence[LawSpec],
-              found: Sequence[captures.Capture]) -> FitReport:
+              found: Sequence[Capture]) -> FitReport:
     out = Path(request.out)
     scan = runner.scan(specs, request)
     digest, digests = resolve_digest(scan, request, ws)  # before the fits: it fails fast

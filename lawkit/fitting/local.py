@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 
 from lawkit.errors import FitError
-from lawkit.fitting import breakpoints, captures, methods, runner
+from lawkit.fitting import breakpoints, methods, runner
 from lawkit.fitting.breakpoints import Search, auto_factors
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
+from lawkit.fitting.captures.files import Capture
 from lawkit.fitting.formula import design_matrix
 from lawkit.fitting.progress import PassBar
 from lawkit.fitting.report import FittedLaw
@@ -29,7 +31,7 @@ class LocalRunner:
     """The rows read in this process: kept in memory, or streamed (the spill removed when
     the runner closes: use it as a context manager)."""
 
-    def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
+    def __init__(self, found: Sequence[Capture], spec: ColumnSpec,
                  request: FitRequest) -> None:
         self._hashes = start_hashing(found)
         chunk_rows = chunk_rows_for(request, found, spec)
@@ -192,7 +194,7 @@ class _StreamRows:
                  split: Split | None) -> None:
         self.law, self.source, self.request, self.split = law, source, request, split
 
-    def _rows(self, law: LawSpec) -> Iterator[tuple[captures.Chunk, BoolArray]]:
+    def _rows(self, law: LawSpec) -> Iterator[tuple[Chunk, BoolArray]]:
         for chunk in self.source.chunks():
             rows, _dropped = law_rows(law, chunk, drop_invalid=self.request.drop_invalid,
                                       held=self.split.held(chunk) if self.split else None)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace, digest_problem
 from lawkit.errors import FitError, printable
-from lawkit.fitting import captures
+from lawkit.fitting.captures.chunks import ColumnSpec
 from lawkit.fitting.crossval import cv_column, parse_cv
 from lawkit.fitting.formula import parse_formula
 from lawkit.fitting.methods import NAMES
@@ -156,8 +156,8 @@ def _str_or_none(value: Any) -> str | None:
 
 
 def column_spec(specs: Sequence[LawSpec], request: FitRequest,
-                ws: Workspace) -> captures.ColumnSpec:
-    """The columns the laws read and what each must hold (`captures.ColumnSpec`)."""
+                ws: Workspace) -> ColumnSpec:
+    """The columns the laws read and what each must hold (`ColumnSpec`)."""
     numbers: dict[str, None] = {}
     targets: dict[str, None] = {}
     weights: dict[str, None] = {}
@@ -173,7 +173,7 @@ def column_spec(specs: Sequence[LawSpec], request: FitRequest,
     if column is not None:
         labels[column] = None
     key = ws.digest.key
-    return captures.ColumnSpec(
+    return ColumnSpec(
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
         digest=key, digest_length=ws.digest.length,
         nonnegative=() if request.allow_negative else tuple(targets), weights=tuple(weights))

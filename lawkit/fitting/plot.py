@@ -88,7 +88,9 @@ def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence
     The captures are read again, through lawkit.fitting.captures, for the columns the laws use; each
     law is drawn on the rows its where/filter selects that hold valid values (holdout included).
     """
-    from lawkit.fitting import captures as cap
+    from lawkit.fitting.captures.chunks import ColumnSpec
+    from lawkit.fitting.captures.files import find_captures
+    from lawkit.fitting.captures.read import read_captures
     from lawkit.lawfiles import lawfile
     from lawkit.lawfiles.where import law_columns
 
@@ -99,9 +101,9 @@ def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence
     for law in laws:
         numbers.update(dict.fromkeys([law.target, *law.columns()]))
         labels.update(dict.fromkeys(law_columns(law.where, law.filter)))
-    spec = cap.ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels
-                                                               if c not in numbers))
-    chunks = list(cap.read_captures(cap.find_captures(capture_paths, shown=ws.rel), spec))
+    spec = ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels
+                                                           if c not in numbers))
+    chunks = list(read_captures(find_captures(capture_paths, shown=ws.rel), spec))
     data = _concatenate([chunk.columns for chunk in chunks], spec.names())
     return plot_fit(path, [(law, data) for law in laws],
                     title=f"lawkit fit: {report.out_shown}")

@@ -14,7 +14,7 @@ import datetime
 
 from lawkit.config import Workspace, digest_problem
 from lawkit.errors import CaptureError, printable
-from lawkit.fitting import captures
+from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
 from lawkit.fitting.request import CURRENT, FitRequest
 from lawkit.fitting.scan import Scan
 
@@ -28,7 +28,7 @@ def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str,
         if problem is not None:
             files = ", ".join(scan.digests[value])
             raise CaptureError(f"{files}: the digest {printable(repr(value))} (column {key} or "
-                               f"metadata {captures.METADATA_PREFIX}{key}): {problem}")
+                               f"metadata {METADATA_PREFIX}{key}): {problem}")
     if len(seen) > 1 and not request.allow_mixed_digests:
         listing = "; ".join(f"{d} ({', '.join(files)})" for d, files in scan.digests.items())
         raise CaptureError(f"the captures ran on {len(seen)} engine digests: {listing}. Fit "
@@ -46,25 +46,25 @@ def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str,
         if seen and given not in seen:
             raise CaptureError(f"{shown} conflicts with the captures, which name "
                                f"{', '.join(seen)} (column {key} or metadata "
-                               f"{captures.METADATA_PREFIX}{key}): drop --captured-on or fix "
+                               f"{METADATA_PREFIX}{key}): drop --captured-on or fix "
                                "the captures")
         return given, sorted(seen) if seen else [given]
     if len(seen) == 1:
         if scan.undigested:
             raise CaptureError(f"{', '.join(scan.undigested)}: no digest ({key} column or "
-                               f"{captures.METADATA_PREFIX}{key} metadata) while other captures "
+                               f"{METADATA_PREFIX}{key} metadata) while other captures "
                                f"name {seen[0]}: pass --captured-on {seen[0]} if they ran on it")
         return seen[0], seen
     if len(seen) > 1:
         raise CaptureError("with --allow-mixed-digests, pass --captured-on DIGEST to say which "
                            f"digest the laws are keyed to (the captures name {', '.join(seen)})")
     raise CaptureError(f"the captures do not say which engine digest they ran on (no {key!r} "
-                       f"column, no Parquet metadata {captures.METADATA_PREFIX}{key}): pass "
+                       f"column, no Parquet metadata {METADATA_PREFIX}{key}): pass "
                        "--captured-on DIGEST, or --captured-on current for the workspace's "
                        "current digest")
 
 
-def provenance_path(capture: captures.Capture, ws: Workspace) -> str:
+def provenance_path(capture: Capture, ws: Workspace) -> str:
     """Relative to the workspace root, or the bare file name outside it: never absolute."""
     try:
         return capture.path.relative_to(ws.root).as_posix()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lawkit.fitting import captures
+from lawkit.fitting.captures.chunks import Chunk
 from lawkit.fitting.formula import design_matrix
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.lawfiles.where import law_mask
@@ -47,7 +47,7 @@ class Split:
             return cls(fraction, seed, frozenset(int(i) for i in order[:count]))
         return cls(fraction, seed, None)
 
-    def held(self, chunk: captures.Chunk) -> BoolArray:
+    def held(self, chunk: Chunk) -> BoolArray:
         if self.files is not None:
             return np.full(chunk.size, chunk.file_index in self.files, dtype=bool)
         held: BoolArray = row_uniform(self.seed, chunk) < self.fraction
@@ -60,7 +60,7 @@ class Split:
         return {"split": "random", "seed": self.seed, "fraction": self.fraction}
 
 
-def row_uniform(seed: int, chunk: captures.Chunk) -> FloatArray:
+def row_uniform(seed: int, chunk: Chunk) -> FloatArray:
     """A number in [0, 1) per row from a hash of (seed, file, row): the same rows whatever the
     chunking (splitmix64)."""
     rows = np.arange(chunk.start, chunk.start + chunk.size, dtype=np.uint64)
@@ -81,7 +81,7 @@ class RowsSeen:
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
 
-    def see(self, chunk: captures.Chunk, features: Sequence[str], rows: BoolArray) -> None:
+    def see(self, chunk: Chunk, features: Sequence[str], rows: BoolArray) -> None:
         if not rows.any():
             return
         everything = bool(rows.all())
@@ -101,7 +101,7 @@ class RowsSeen:
         return RowsSeen(self.dropped + other.dropped, low, high)
 
 
-def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
+def law_rows(law: LawSpec, chunk: Chunk, *, drop_invalid: bool = False,
              held: BoolArray | None = None, holdout: bool = False) -> tuple[BoolArray, int]:
     """The rows of `chunk` a law fits and how many of its rows it dropped as invalid.
 
@@ -128,7 +128,7 @@ def law_rows(law: LawSpec, chunk: captures.Chunk, *, drop_invalid: bool = False,
     return rows & good, dropped
 
 
-def law_design(law: LawSpec, chunk: captures.Chunk, rows: BoolArray,
+def law_design(law: LawSpec, chunk: Chunk, rows: BoolArray,
                ) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     """(design matrix, target, weights or None) of a law over the given rows of `chunk`."""
     everything = bool(rows.all())
@@ -145,7 +145,7 @@ def selector_columns(spec: LawSpec, by: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*spec.selectors(), *by]))
 
 
-def selection_data(chunk: captures.Chunk, ok: BoolArray) -> Mapping[str, Any]:
+def selection_data(chunk: Chunk, ok: BoolArray) -> Mapping[str, Any]:
     """The chunk's columns for where/filter, invalid entries replaced by a valid value of the
     same column, so that comparisons never meet None (the rows are masked out anyway)."""
     if bool(ok.all()):
@@ -161,7 +161,7 @@ def selection_data(chunk: captures.Chunk, ok: BoolArray) -> Mapping[str, Any]:
     return data
 
 
-def valid_or_raise(chunk: captures.Chunk, columns: Sequence[str], rows: BoolArray | None,
+def valid_or_raise(chunk: Chunk, columns: Sequence[str], rows: BoolArray | None,
                    drop: bool) -> BoolArray:
     """The rows (of `rows`) valid in `columns`; without `drop`, an error at the first bad one."""
     ok = chunk.valid(columns)

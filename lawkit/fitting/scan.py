@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lawkit.fitting import captures
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import BoolArray, Split, selection_data, selector_columns, valid_or_raise
 from lawkit.fitting.source import Source
@@ -36,7 +36,7 @@ class Scan:
     notes: list[str] = field(default_factory=list)
     """What the reader left out of the files (`Chunk.note`: a torn last line)."""
 
-    def add(self, chunk: captures.Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
+    def add(self, chunk: Chunk, specs: Sequence[LawSpec], by: Sequence[str], *,
             drop_invalid: bool = False, split: Split | None = None) -> None:
         """Scan a chunk: label validity, `by` groups, digests and row counts of every spec."""
         self.records += chunk.size
@@ -94,14 +94,14 @@ class Scan:
         return self
 
 
-def scan_columns(spec: captures.ColumnSpec, specs: Sequence[LawSpec], by: Sequence[str],
-                 ) -> captures.ColumnSpec:
+def scan_columns(spec: ColumnSpec, specs: Sequence[LawSpec], by: Sequence[str],
+                 ) -> ColumnSpec:
     """The columns a streamed scan reads: the selection and digest columns, nothing else (a
     selection column that is also fitted is read, and validated, as a number)."""
     labels = tuple(c for c in spec.names()
                    if c != spec.digest and any(c in selector_columns(s, by) for s in specs))
     numbers = tuple(c for c in spec.numbers if c in labels)
-    return captures.ColumnSpec(
+    return ColumnSpec(
         numbers=numbers, labels=tuple(c for c in labels if c not in spec.numbers),
         digest=spec.digest, digest_length=spec.digest_length,
         nonnegative=tuple(c for c in spec.nonnegative if c in numbers),
@@ -118,7 +118,7 @@ def scan_rows(source: Source, specs: Sequence[LawSpec], request: FitRequest) -> 
     return scan.sort_groups()
 
 
-def _group_keys(chunk: captures.Chunk, by: Sequence[str], rows: BoolArray) -> list[tuple[Any, ...]]:
+def _group_keys(chunk: Chunk, by: Sequence[str], rows: BoolArray) -> list[tuple[Any, ...]]:
     """The distinct tuples of `by` values among `rows`."""
     if not rows.any():
         return []

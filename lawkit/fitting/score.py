@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from lawkit.config import Workspace
-    from lawkit.fitting.captures import Chunk
+    from lawkit.fitting.captures.chunks import Chunk
     from lawkit.lawfiles.lawfile import Law, LawFile
 
     FloatArray = npt.NDArray[np.float64]
@@ -257,7 +257,8 @@ def score(
     to the workspace root. `keep_data` keeps the scored rows in the report, for `plot_fit`.
     `quiet=False` shows a progress bar on stderr when it is a terminal.
     """
-    from lawkit.fitting import captures as cap
+    from lawkit.fitting.captures.files import find_captures
+    from lawkit.fitting.captures.read import read_chunks
     from lawkit.fitting.progress import progress
     from lawkit.lawfiles import lawfile
     from lawkit.lawfiles.where import parse_where
@@ -267,7 +268,7 @@ def score(
     law_file = lawfile.load(path, key=ws.digest.key, shown_as=ws.rel(path))
     _check_threshold(max_mape)
     expr = parse_where(where) if where else None
-    files = cap.find_captures(capture_paths, cwd=here, shown=ws.rel)
+    files = find_captures(capture_paths, cwd=here, shown=ws.rel)
     spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
     state = _Scoring(law_file.host.laws, drop_invalid=drop_invalid, keep_data=keep_data)
     sizes = [_size(c.path) for c in files]
@@ -276,7 +277,7 @@ def score(
     with progress(sum(sizes), quiet=quiet, description="scoring") as advance:
         for capture, size in zip(files, sizes, strict=True):
             advance(0, capture.shown)
-            for chunk in cap.read_chunks(capture, spec, chunk_rows=CHUNK_ROWS):
+            for chunk in read_chunks(capture, spec, chunk_rows=CHUNK_ROWS):
                 rows += chunk.size
                 keep = expr.mask(chunk.columns) if expr is not None else None
                 considered += chunk.size if keep is None else int(keep.sum())
@@ -395,7 +396,7 @@ class _Scoring:
 def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspace) -> Any:
     """The columns scoring reads; the key column too, so that a torn last row of a
     `lawkit.capture` file (its key column last) is told from a whole one."""
-    from lawkit.fitting.captures import ColumnSpec
+    from lawkit.fitting.captures.chunks import ColumnSpec
     from lawkit.lawfiles.where import law_columns
 
     targets = dict.fromkeys(law.target for law in laws)

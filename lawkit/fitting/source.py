@@ -9,7 +9,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from lawkit.errors import FitError
-from lawkit.fitting import captures
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
+from lawkit.fitting.captures.files import Capture, sha256_all
+from lawkit.fitting.captures.read import read_captures
 from lawkit.fitting.progress import PassBar
 from lawkit.fitting.request import FitRequest
 from lawkit.fitting.spill import Spill
@@ -25,8 +27,8 @@ in memory peaks at about 4x the columns (parsing, the cached chunks, each law's 
 
 
 
-def chunk_rows_for(request: FitRequest, found: Sequence[captures.Capture],
-                   spec: captures.ColumnSpec) -> int | None:
+def chunk_rows_for(request: FitRequest, found: Sequence[Capture],
+                   spec: ColumnSpec) -> int | None:
     """The rows per streamed chunk, or None to read the captures in memory (`IN_MEMORY_BYTES`)."""
     if request.chunk_rows is not None:
         return request.chunk_rows
@@ -52,7 +54,7 @@ def chunk_rows_for(request: FitRequest, found: Sequence[captures.Capture],
     return STREAM_ROWS if estimate > limit else None
 
 
-def _parquet_rows(capture: captures.Capture) -> int:
+def _parquet_rows(capture: Capture) -> int:
     import pyarrow.parquet as pq
 
     try:
@@ -61,12 +63,12 @@ def _parquet_rows(capture: captures.Capture) -> int:
         return 0
 
 
-def start_hashing(found: Sequence[captures.Capture]) -> Callable[[], list[str]]:
+def start_hashing(found: Sequence[Capture]) -> Callable[[], list[str]]:
     """Hash the capture files on a thread while they are read (hashlib releases the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(captures.sha256_all, found)
+    future = pool.submit(sha256_all, found)
     pool.shutdown(wait=False)
     return future.result
 class Source:
@@ -74,14 +76,14 @@ class Source:
     first pass (`first_pass`), which spills them, and read from the spill by every later one.
     A context manager: the spill is removed on leaving it."""
 
-    def __init__(self, found: Sequence[captures.Capture], spec: captures.ColumnSpec,
+    def __init__(self, found: Sequence[Capture], spec: ColumnSpec,
                  chunk_rows: int | None, bar: PassBar | None = None) -> None:
         self.found = list(found)
         self.bar = bar or PassBar(quiet=True)
         """Where each pass shows (a streamed fit's)."""
         self.spec = spec
         self.chunk_rows = chunk_rows
-        self._cached: list[captures.Chunk] | None = None
+        self._cached: list[Chunk] | None = None
         self._spill: Spill | None = None
         self.passes = 0
         """Passes over the rows so far (the first included)."""
@@ -91,7 +93,7 @@ class Source:
         """Whether the rows are streamed (else kept in memory)."""
         return self.chunk_rows is not None
 
-    def first_pass(self) -> Iterator[captures.Chunk]:
+    def first_pass(self) -> Iterator[Chunk]:
         """The rows, parsed from the files; streamed, each chunk is spilled as it is read (a
         pass after the spill is written reads the spill)."""
         if not self.streaming or self._spill is not None:
@@ -101,7 +103,7 @@ class Source:
         self.record_pass(None)
         spill = Spill.create(self.found, self.spec, self.chunk_rows)
         try:
-            for chunk in captures.read_captures(self.found, self.spec,
+            for chunk in read_captures(self.found, self.spec,
                                                 chunk_rows=self.chunk_rows):
                 spill.write(chunk)
                 yield chunk
@@ -112,19 +114,19 @@ class Source:
             raise
         self._spill = spill
 
-    def chunks(self) -> Iterator[captures.Chunk]:
+    def chunks(self) -> Iterator[Chunk]:
         """The rows, once more: from memory, the spill, or (before the first pass) the files."""
         if self.streaming:
             self.record_pass(self._spill.rows if self._spill is not None else None)
             read = self._spill.chunks() if self._spill is not None else \
-                captures.read_captures(self.found, self.spec, chunk_rows=self.chunk_rows)
+                read_captures(self.found, self.spec, chunk_rows=self.chunk_rows)
             for chunk in read:
                 yield chunk
                 self.bar.advance(chunk.size)
             return
         self.passes += 1
         if self._cached is None:
-            self._cached = list(captures.read_captures(self.found, self.spec))
+            self._cached = list(read_captures(self.found, self.spec))
         yield from self._cached
 
     def record_pass(self, rows: int | None) -> None:

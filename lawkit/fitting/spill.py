@@ -49,7 +49,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from lawkit.errors import CaptureError, FitError
-from lawkit.fitting import captures
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
+from lawkit.fitting.captures.files import Capture
+from lawkit.fitting.captures.read import read_chunks
 
 PREFIX = "lawkit-spill-"
 BLOCK_ROWS = 1 << 18
@@ -89,7 +91,7 @@ class _Block:
 
 
 @dataclass
-class SpilledChunk(captures.Chunk):
+class SpilledChunk(Chunk):
     """A chunk read back from the spill. Its error for an invalid value re-reads those rows of
     the capture, so that the message quotes the value as the file holds it ("'abc' is not a
     number"), as the text pass would have."""
@@ -98,8 +100,8 @@ class SpilledChunk(captures.Chunk):
 
     def error(self, column: str, row: int) -> CaptureError:
         at = self.start + row
-        for chunk in captures.read_chunks(self.capture, self.spec, chunk_rows=self.chunk_rows,
-                                          file_index=self.file_index):
+        for chunk in read_chunks(self.capture, self.spec, chunk_rows=self.chunk_rows,
+                                 file_index=self.file_index):
             if chunk.start <= at < chunk.start + chunk.size:
                 return chunk.error(column, at - chunk.start)
         return super().error(column, row)
@@ -110,19 +112,19 @@ class Spill:
     """A spill file being written (`write`) and then read (`chunks`); `remove` deletes it."""
 
     path: Path
-    found: list[captures.Capture]
-    spec: captures.ColumnSpec
+    found: list[Capture]
+    spec: ColumnSpec
     chunk_rows: int
     _file: io.BufferedRandom | None = None
     _blocks: list[_Block] = field(default_factory=list)
     _codes: dict[str, dict[Any, int]] = field(default_factory=dict)
     _values: dict[str, list[Any]] = field(default_factory=dict)
     _size: int = 0
-    _pending: list[tuple[captures.Chunk, dict[str, tuple[Any, bool]]]] = field(
+    _pending: list[tuple[Chunk, dict[str, tuple[Any, bool]]]] = field(
         default_factory=list)
 
     @classmethod
-    def create(cls, found: list[captures.Capture], spec: captures.ColumnSpec,
+    def create(cls, found: list[Capture], spec: ColumnSpec,
                chunk_rows: int) -> Spill:
         """A new, empty spill in the temp folder."""
         path, file = _temp_file()
@@ -138,7 +140,7 @@ class Spill:
         """Rows written so far."""
         return sum(b.size for b in self._blocks)
 
-    def write(self, chunk: captures.Chunk) -> None:
+    def write(self, chunk: Chunk) -> None:
         """Append a chunk: to the pending block when it continues it, else a block of its own
         (the pending one written first)."""
         encoded = {name: self._encode(name, values) for name, values in chunk.columns.items()}

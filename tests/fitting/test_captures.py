@@ -16,15 +16,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lawkit.errors import CaptureError
-from lawkit.fitting import captures
-from lawkit.fitting.captures import (
-    Capture,
-    Chunk,
-    ColumnSpec,
-    find_captures,
-    read_captures,
-    read_chunks,
-)
+from lawkit.fitting.captures import read as capture_read
+from lawkit.fitting.captures.chunks import Chunk, ColumnSpec
+from lawkit.fitting.captures.files import Capture, find_captures, sha256_all
+from lawkit.fitting.captures.read import MAX_JSON_DEPTH, read_captures, read_chunks
 
 ROWS = [
     {"model": "a", "tp": 1, "bs": 8, "host_s": 0.1 + 0.2, "atom": "0001abcd"},
@@ -226,7 +221,7 @@ def test_capture_sha256_is_of_the_bytes_as_stored(tmp_path: Path) -> None:
 
     path = write_csv(tmp_path / "a.csv.gz", ROWS)
     found = find_captures([path])
-    assert captures.sha256_all(found * 1) == [hashlib.sha256(path.read_bytes()).hexdigest()]
+    assert sha256_all(found * 1) == [hashlib.sha256(path.read_bytes()).hexdigest()]
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -288,7 +283,7 @@ def test_rows_in_later_chunks_are_numbered_within_their_file(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              ) -> None:
     # Small CSV blocks: the text turns up in a later block, after typed blocks were read.
-    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", 256)
+    monkeypatch.setattr(capture_read, "_STREAM_BLOCK_BYTES", 256)
     lines = ["host_s,bs"] + [f"{i}.5,{i}" for i in range(200)]
     lines[151] = "oops,150"
     path = tmp_path / "a.csv"
@@ -439,7 +434,7 @@ def test_json_lines_nest_no_deeper_than_the_bound_and_equal_keys_are_refused(
     nested = {"tags": [[[[1]]]], **ROWS[0]}
     path.write_bytes(json.dumps(nested).encode() + b"\n")
     assert one_chunk(path).size == 1  # nesting within MAX_JSON_DEPTH is read
-    deep = "[" * (captures.MAX_JSON_DEPTH + 1) + "]" * (captures.MAX_JSON_DEPTH + 1)
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
     strings = '"' + "[" * 1000 + '"'  # brackets inside a string are not nesting
     path.write_text(json.dumps(ROWS[0])[:-1] + f', "s": {strings}}}\n')
     assert one_chunk(path).size == 1

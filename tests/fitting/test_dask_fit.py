@@ -28,7 +28,7 @@ from lawkit.config import load_workspace
 from lawkit.errors import CaptureError, FitError, LawkitError
 from lawkit.fitting import distributed as dask_fit
 from lawkit.fitting import methods, solve
-from lawkit.fitting.captures import Capture
+from lawkit.fitting.captures.files import Capture
 from lawkit.fitting.fit import FitReport, FitRequest, fit_laws, write_fit
 
 distributed = pytest.importorskip("distributed")

@@ -768,7 +768,8 @@ def test_partitions_fold_and_merge_like_a_distributed_fit(tmp_path: Path) -> Non
     import pandas as pd
 
     from lawkit.fitting import runner, solve
-    from lawkit.fitting.captures import ColumnSpec, chunk_from_columns
+    from lawkit.fitting.captures.chunks import ColumnSpec
+    from lawkit.fitting.captures.read import chunk_from_columns
     from lawkit.fitting.request import LawSpec
     from lawkit.fitting.rows import law_design, law_rows
 

@@ -78,13 +78,14 @@ def test_a_name_with_a_byte_that_is_not_utf8_is_refused_before_the_fit(
     root = _workspace(tmp_path, [8.0, 16.0, 32.0])
     name = os.fsdecode(b"law\xff")  # what Python makes of such a byte in argv
     read: list[int] = []
-    from lawkit.fitting import captures
+    from lawkit.fitting import source
+    from lawkit.fitting.captures.chunks import Chunk
 
-    def reading(*args: object, **kwargs: object) -> Iterator[captures.Chunk]:
+    def reading(*args: object, **kwargs: object) -> Iterator[Chunk]:
         read.append(1)
         return iter(())
 
-    monkeypatch.setattr(captures, "read_captures", reading)
+    monkeypatch.setattr(source, "read_captures", reading)
     code, output = _fit(root, "--formula", "sampler_s ~ 1 + batch_size",
                         "--out", str(root / "laws/s.yaml"), "--name", name)
     assert code == 2, output

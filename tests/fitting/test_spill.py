@@ -23,7 +23,9 @@ from typer.testing import CliRunner
 from lawkit.cli import app
 from lawkit.config import Workspace, load_workspace
 from lawkit.errors import CaptureError, FitError
-from lawkit.fitting import captures, local, methods, progress, source, spill
+from lawkit.fitting import local, methods, progress, source, spill
+from lawkit.fitting.captures.chunks import Chunk
+from lawkit.fitting.captures.read import read_captures
 from lawkit.fitting.fit import FitRequest, fit_laws
 
 CHUNK = 97  # rows per streamed chunk: many blocks, cut where no row group would be
@@ -150,13 +152,13 @@ def test_a_streamed_fit_parses_the_captures_once_whatever_the_passes(
         tmp_path: Path, temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _workspace(tmp_path)
     parsed = []
-    read = captures.read_captures
+    read = read_captures
 
-    def counting(*args: Any, **kwargs: Any) -> Iterator[captures.Chunk]:
+    def counting(*args: Any, **kwargs: Any) -> Iterator[Chunk]:
         parsed.append(1)
         yield from read(*args, **kwargs)
 
-    monkeypatch.setattr(captures, "read_captures", counting)
+    monkeypatch.setattr(source, "read_captures", counting)
     report = fit_laws(_request(tmp_path, "huber"), ws)
     assert sum(report.passes.values()) > 20  # every law's IRLS passes ...
     assert len(parsed) == 1  # ... and one parse of the text

@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 import lawkit
-from lawkit.fitting import captures, methods, runner
+from lawkit.fitting import methods, runner
+from lawkit.fitting.captures import read as capture_read
+from lawkit.fitting.captures.chunks import ColumnSpec
+from lawkit.fitting.captures.files import find_captures
+from lawkit.fitting.captures.read import read_chunks
 
 TERMS = ("1", "a", "b", "c", "d", "e")
 CHUNK = 64
@@ -73,11 +77,11 @@ def _arrow_peak_of_a_streamed_csv(path: Path, rows: int) -> int:
 
     path.write_text("a,b,c,y\n" + "".join(f"{i},{i % 97}.25,{i % 13},{i * 0.5}\n"
                                           for i in range(rows)))
-    capture = captures.find_captures([path])[0]
-    spec = captures.ColumnSpec(numbers=("a", "b", "c", "y"))
+    capture = find_captures([path])[0]
+    spec = ColumnSpec(numbers=("a", "b", "c", "y"))
     top = 0
     read = 0
-    for chunk in captures.read_chunks(capture, spec, chunk_rows=1 << 20):
+    for chunk in read_chunks(capture, spec, chunk_rows=1 << 20):
         top = max(top, pa.total_allocated_bytes())
         read += chunk.size
     assert read == rows
@@ -88,9 +92,9 @@ def test_a_streamed_csv_read_holds_a_bounded_read_ahead_while_rows_grow_tenfold(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # pyarrow's streaming CSV reader queues up to 32 blocks ahead of the consumer: with 16 MiB
     # blocks, a 20M-row fit held 600 MiB of it (issue 13). The streamed block size bounds it.
-    assert captures._STREAM_BLOCK_BYTES * 32 <= 64 << 20
+    assert capture_read._STREAM_BLOCK_BYTES * 32 <= 64 << 20
     block = 16 << 10
-    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", block)
+    monkeypatch.setattr(capture_read, "_STREAM_BLOCK_BYTES", block)
     _arrow_peak_of_a_streamed_csv(tmp_path / "warm.csv", 1_000)
     small = _arrow_peak_of_a_streamed_csv(tmp_path / "small.csv", 30_000)  # ~0.8 MB
     large = _arrow_peak_of_a_streamed_csv(tmp_path / "large.csv", 300_000)  # ~8 MB
@@ -104,7 +108,7 @@ def test_a_streamed_csv_with_lines_longer_than_a_block_reads_every_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wide: bool) -> None:
     # A header (wide) or a row of 1 KB longer than the streamed block: the rest of the file is
     # read in whole-file blocks, the rows already read staying read.
-    monkeypatch.setattr(captures, "_STREAM_BLOCK_BYTES", 256)
+    monkeypatch.setattr(capture_read, "_STREAM_BLOCK_BYTES", 256)
     fillers = [f"unused_column_{i:03d}" for i in range(40 if wide else 0)]  # 800 bytes
     lines = [",".join(["y", "x", "note", *fillers])]
     for i in range(300):
@@ -112,8 +116,8 @@ def test_a_streamed_csv_with_lines_longer_than_a_block_reads_every_row(
         lines.append(",".join([f"{i}.5", str(i), note, *["0"] * len(fillers)]))
     path = tmp_path / "long.csv"
     path.write_text("\n".join(lines) + "\n")
-    spec = captures.ColumnSpec(numbers=("y", "x"))
-    chunks = list(captures.read_chunks(captures.find_captures([path])[0], spec, chunk_rows=64))
+    spec = ColumnSpec(numbers=("y", "x"))
+    chunks = list(read_chunks(find_captures([path])[0], spec, chunk_rows=64))
     assert np.concatenate([c.columns["x"] for c in chunks]).tolist() == list(range(300))
     assert np.concatenate([c.columns["y"] for c in chunks]).tolist() == \
         [i + 0.5 for i in range(300)]

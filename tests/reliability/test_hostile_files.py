@@ -22,13 +22,9 @@ from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.errors import CaptureError, LawFileError
-from lawkit.fitting.captures import (
-    MAX_HEADER_BYTES,
-    MAX_JSON_LINE_BYTES,
-    ColumnSpec,
-    find_captures,
-    read_captures,
-)
+from lawkit.fitting.captures.chunks import ColumnSpec
+from lawkit.fitting.captures.files import find_captures
+from lawkit.fitting.captures.read import MAX_HEADER_BYTES, MAX_JSON_LINE_BYTES, read_captures
 from lawkit.lawfiles import lawbytes, lawfile, yamlsafe
 from testing.reliability import Outcome, assert_one_line, run_bounded
 from testing.workspaces import OLD, law_text, laws, make_workspace

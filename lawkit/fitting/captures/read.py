@@ -1,37 +1,21 @@
-"""Capture records: finding, reading and validating CSV, JSON Lines and Parquet files.
+"""Reading capture files into `Chunk`s: the columns a `ColumnSpec` names, and only those.
 
-A capture file is `*.csv`, `*.jsonl` / `*.ndjson` or `*.parquet` / `*.pq`, each optionally
-gzip-compressed (`*.csv.gz`, ...). `find_captures` expands paths, folders and globs into
-`Capture`s; `read_chunks` reads the columns a `ColumnSpec` names, and only those, as `Chunk`s of
-numpy arrays: the whole file at once, or at most `chunk_rows` rows at a time so that a capture set
+`read_chunks` reads a file whole or at most `chunk_rows` rows at a time, so that a capture set
 larger than memory streams. Files are read with pyarrow (multi-threaded, floats parsed exactly:
 CSV and JSON floats round-trip bit for bit); a file pyarrow cannot type (a number column holding
 text) is re-read with that column as text and converted here, so that the error names the row.
-
-Validation is per column and per row, and lazy: `Chunk.valid(columns)` is the rows where every
-given column holds what it must (a finite number; >= 0 for a target unless negatives are
-allowed; a non-empty value for a label or digest column), and `Chunk.problem(column, row)` says
-what is wrong in words. A fit checks only the rows and columns each law uses, so a capture may
-carry other columns (an unnamed index column included) and rows other laws select.
-
-Rows are numbered from 1 within each file, counting data records only (a CSV header is not a
-row; in a CSV file without multi-line quoted fields, row N is line N + 1; in a JSON Lines file
-without blank lines, row N is line N).
-
-The digest the captures ran on comes from a text column named after the key (`atom`) or, for
-Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`).
 
 Memory: Parquet streams by row batches (and, read whole, fills arrays of the file's length
 batch by batch); CSV streams by blocks (small ones, `_STREAM_BLOCK_BYTES`, as pyarrow reads
 ahead 32 of them); a JSON Lines file is parsed whole and then cut into
 chunks, so keep tall capture sets in Parquet or CSV.
 
-Bounds (issue 7): a CSV header line is at most `MAX_HEADER_BYTES`, a JSON Lines record at most
+Bounds: a CSV header line is at most `MAX_HEADER_BYTES`, a JSON Lines record at most
 `MAX_JSON_LINE_BYTES` (both far above any capture's); a longer one is refused before it costs
-seconds and gigabytes of column builders. A number is at most `MAX_NUMBER` in magnitude (what a
-fit can square), so that a value out of range is named by file, column and row here.
+seconds and gigabytes of column builders. A number is at most `chunks.MAX_NUMBER` in magnitude
+(what a fit can square), so that a value out of range is named by file, column and row.
 
-JSON Lines are parsed line by line with the standard library (issue 23): pyarrow's reader
+JSON Lines are parsed line by line with the standard library: pyarrow's reader
 crashes (SIGSEGV) on a line that is just `null` (apache/arrow#47409) and on deep nesting, and
 keeps the last of two equal keys; here a line nesting deeper than `MAX_JSON_DEPTH` is refused
 before it is parsed (json's recursion would be exhausted, or the C stack), and a key twice in
@@ -47,43 +31,31 @@ parses. Compressed files are read as they are.
 from __future__ import annotations
 
 import csv
-import glob
 import gzip
-import hashlib
 import io
 import json
 import math
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
+from lawkit.fitting.captures.chunks import BoolArray, Chunk, ColumnSpec, clip
+from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
 
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
-Format = Literal["csv", "jsonl", "parquet"]
-
-SUFFIXES: dict[str, Format] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                               ".parquet": "parquet", ".pq": "parquet"}
-KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, each optionally .gz"
-METADATA_PREFIX = "lawkit."
-_GLOB_CHARS = set("*?[")
 _BLOCK_BYTES = 16 << 20
 """The block size of a whole-file read (pyarrow parses one block per thread)."""
 _STREAM_BLOCK_BYTES = 1 << 20
 """The block size of a streamed CSV read: pyarrow's streaming CSV reader reads up to 32 blocks
 ahead of the consumer (a fixed background queue, apache/arrow ARROW-12090) and parses one more
-per CPU, so a streamed read holds about 32 x this of raw text plus the parsed blocks: 1 MiB
-blocks bound it near 40 MiB where 16 MiB blocks held up to 600 MiB of a large file (issue 13)."""
+per CPU, so a streamed read holds about 32 x this of raw text plus the parsed blocks: small
+blocks keep that bounded whatever the file's length."""
 MAX_HEADER_BYTES = 1 << 20
 """The longest CSV header line read: 1 MiB, some 100,000 column names."""
 MAX_JSON_LINE_BYTES = 256 << 10
@@ -91,202 +63,9 @@ MAX_JSON_LINE_BYTES = 256 << 10
 and hundreds of MB past that)."""
 MAX_JSON_DEPTH = 64
 """The deepest nesting of a JSON Lines record: a row is one object of values; 20,000 levels
-crashed the readers (issue 23)."""
-MAX_NUMBER = 1e150
-"""The largest magnitude of a number read: a fit squares values (`solve.MAX_VALUE`)."""
+crashed the readers."""
 _TAIL_BYTES = 1 << 20
 """How much of a CSV file's end is read to find a torn last line."""
-
-
-@dataclass(frozen=True)
-class Capture:
-    """One capture file: where it is, how messages name it, and how it is stored."""
-
-    path: Path
-    shown: str
-    format: Format
-    compressed: bool
-
-    def sha256(self) -> str:
-        """The sha256 of the file's bytes as stored."""
-        try:
-            with self.path.open("rb") as f:
-                return hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError as exc:
-            raise CaptureError(f"cannot read: {exc.strerror}", path=self.shown) from None
-
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    """The columns a fit reads and what each must hold."""
-
-    numbers: tuple[str, ...] = ()
-    """Finite numbers: targets, features, weights (read as float64)."""
-    labels: tuple[str, ...] = ()
-    """Any non-empty value, kept as typed in the file: `--by` and `--where` columns."""
-    digest: str | None = None
-    """The digest column's name (the key, `atom`): optional in a file, text when present."""
-    digest_length: int | None = None
-    """The workspace's digest length: a digest (column or metadata) must be lowercase hex of
-    exactly this many characters (`config.digest_problem`); None checks only that it is text."""
-    nonnegative: tuple[str, ...] = ()
-    """Numbers that must also be >= 0 (targets are durations)."""
-    weights: tuple[str, ...] = ()
-    """Numbers that must be >= 0 because they weight rows."""
-
-    def names(self) -> list[str]:
-        """Every column named, in order, once."""
-        out = dict.fromkeys(self.numbers)
-        out.update(dict.fromkeys(self.labels))
-        if self.digest is not None:
-            out[self.digest] = None
-        return list(out)
-
-
-@dataclass
-class Chunk:
-    """Consecutive rows of one capture file: the columns read, and their validity."""
-
-    capture: Capture
-    file_index: int
-    start: int
-    """How many rows of the file precede this chunk (its first row is `start + 1`)."""
-    size: int
-    columns: dict[str, Any]
-    """numbers as float64 arrays (NaN where not a number), labels as typed arrays, the digest
-    column (when the file has one) as an object array of str."""
-    digest: str | None = None
-    """The digest from the file's metadata, when the file has no digest column."""
-    spec: ColumnSpec = field(default_factory=ColumnSpec)
-    note: str | None = None
-    """What the reader left out of the file, for the report: a torn last line."""
-    _raw: dict[str, Any] = field(default_factory=dict)
-    _empty: dict[str, BoolArray] = field(default_factory=dict)
-    _valid: dict[str, BoolArray] = field(default_factory=dict)
-
-    def valid(self, columns: Iterable[str]) -> BoolArray:
-        """The rows where every column given holds a valid value (see the module docstring)."""
-        mask = np.ones(self.size, dtype=bool)
-        for column in columns:
-            mask &= self._column_valid(column)
-        return mask
-
-    def problem(self, column: str, row: int) -> str:
-        """What is wrong with `column` at chunk row `row`, in words."""
-        raw = self._raw.get(column)
-        empty = self._empty.get(column)
-        if empty is not None and empty[row]:
-            return "empty value"
-        if raw is not None:
-            text = raw[row]
-            if isinstance(text, bool):
-                return f"{'true' if text else 'false'} is not a number"
-            if text is None or (isinstance(text, str) and not text.strip()):
-                return "empty value"
-            if not isinstance(text, (int, float)) and not _is_number_text(text):
-                return f"{_clip(text)!r} is not a number"
-        values = self.columns[column]
-        if column in self.spec.numbers:
-            value = float(values[row])
-            if math.isnan(value):
-                return "NaN is not a number"
-            if math.isinf(value):
-                return f"{'-' if value < 0 else ''}infinity is not a finite number"
-            if abs(value) > MAX_NUMBER:
-                return (f"{value!r} is beyond ±{MAX_NUMBER:g}, more than a fit can square: "
-                        "rescale the column (other units)")
-            if value < 0 and column in self.spec.weights:
-                return f"{value!r} is negative: a weight is >= 0 (or pass --drop-invalid)"
-            if value < 0 and column in self.spec.nonnegative:
-                return (f"{value!r} is negative: a target is a duration (pass --allow-negative "
-                        "if negative values are meant, or --drop-invalid to drop such rows)")
-        if column == self.spec.digest:
-            problem = None if self.spec.digest_length is None else \
-                digest_problem(values[row], self.spec.digest_length)
-            return f"{_clip(values[row])!r}: {problem}" if problem else \
-                f"{_clip(values[row])!r} is not a digest"
-        return "empty value"
-
-    def empty(self, column: str) -> BoolArray:
-        """The rows whose cell in `column` is empty (a CSV "", a JSON null, a Parquet null):
-        for a target, a region the step did not enter (DESIGN.md section 12)."""
-        empty = self._empty.get(column)
-        return empty if empty is not None else np.zeros(self.size, dtype=bool)
-
-    def first_invalid(self, columns: Sequence[str], rows: BoolArray | None = None,
-                      ) -> tuple[str, int] | None:
-        """The first (column, chunk row) among `rows` (default all) with an invalid value."""
-        best: tuple[int, int] | None = None
-        for order, column in enumerate(columns):
-            bad = ~self._column_valid(column)
-            if rows is not None:
-                bad &= rows
-            hits = np.flatnonzero(bad)
-            if hits.size and (best is None or hits[0] < best[1]):
-                best = (order, int(hits[0]))
-        if best is None:
-            return None
-        return columns[best[0]], best[1]
-
-    def error(self, column: str, row: int) -> CaptureError:
-        """The CaptureError for an invalid value: file, column, row and what is wrong."""
-        return CaptureError(f"column {column}, row {self.start + row + 1}: "
-                            f"{self.problem(column, row)}", path=self.capture.shown)
-
-    @property
-    def has_digest_column(self) -> bool:
-        """Whether the file has a digest column (rather than metadata, or nothing)."""
-        return self.spec.digest is not None and self.spec.digest in self.columns
-
-    def digests_of(self, rows: BoolArray) -> list[str]:
-        """The distinct digests of the given rows, in first-seen order ([] when none named)."""
-        if not rows.any():
-            return []
-        if self.has_digest_column:
-            values = self.columns[self.spec.digest or ""]
-            return [str(v) for v in dict.fromkeys(values[rows].tolist())]
-        return [self.digest] if self.digest is not None else []
-
-    def digests(self) -> Any:
-        """The digest of every row (an object array), or None when the file names none."""
-        if self.spec.digest is not None and self.spec.digest in self.columns:
-            return self.columns[self.spec.digest]
-        if self.digest is not None:
-            return np.full(self.size, self.digest, dtype=object)
-        return None
-
-    def _column_valid(self, column: str) -> BoolArray:
-        cached = self._valid.get(column)
-        if cached is not None:
-            return cached
-        if column not in self.columns and column == self.spec.digest:
-            return np.ones(self.size, dtype=bool)  # an optional column the file does not have
-        values = self.columns[column]
-        ok: BoolArray
-        if column in self.spec.numbers:
-            ok = np.abs(values) <= MAX_NUMBER  # False for NaN and infinity too
-            if column in self.spec.nonnegative or column in self.spec.weights:
-                ok &= ~(values < 0)
-        elif values.dtype.kind == "f":
-            ok = ~np.isnan(values)
-        elif values.dtype.kind == "O":
-            ok = np.fromiter((v is not None and v == v and v != "" for v in values), dtype=bool,
-                             count=len(values))
-        else:
-            ok = np.ones(len(values), dtype=bool)
-        if column == self.spec.digest and self.spec.digest_length is not None and \
-                values.dtype.kind == "O":
-            length = self.spec.digest_length
-            # Each distinct value once: a digest column holds a handful over millions of rows.
-            bad = {v for v in set(values.tolist()) if v is not None and v == v and v != ""
-                   and digest_problem(v, length) is not None}
-            if bad:
-                ok &= np.fromiter((v not in bad for v in values), dtype=bool, count=len(values))
-        empty = self._empty.get(column)
-        if empty is not None:
-            ok &= ~empty
-        self._valid[column] = ok
-        return ok
 
 
 def chunk_from_columns(columns: Any, spec: ColumnSpec, *, shown: str = "<data>",
@@ -318,81 +97,6 @@ def chunk_from_columns(columns: Any, spec: ColumnSpec, *, shown: str = "<data>",
                                           for v in values.tolist()])
     return reader._chunk(_TableBatch(pa.table(arrays)) if arrays else
                          _EmptyBatch(len(next(iter(columns.values()), []))))
-
-
-def capture_format(path: Path | str) -> tuple[Format, bool] | None:
-    """The format and compression a file name says, or None for an unknown extension."""
-    name = Path(path).name.lower()
-    compressed = name.endswith(".gz")
-    if compressed:
-        name = name[:-3]
-    for suffix, fmt in SUFFIXES.items():
-        if name.endswith(suffix):
-            return fmt, compressed
-    return None
-
-
-def find_captures(paths: Sequence[str | Path], *, cwd: Path | None = None,
-                  shown: Any = None) -> list[Capture]:
-    """Capture files from paths, folders (every capture file below) and globs, each once.
-
-    `shown(path) -> str` names a file in messages (default: the path as found).
-    """
-    here = (cwd or Path.cwd()).absolute()
-    name = shown or (lambda p: str(p))
-    out: dict[Path, Capture] = {}
-    if not paths:
-        raise CaptureError("no capture files given: name CSV, JSON Lines or Parquet files, "
-                           "folders or globs")
-    for given in paths:
-        text = str(given)
-        if _GLOB_CHARS & set(text):
-            hits = sorted(glob.glob(text if os.path.isabs(text) else str(here / text),
-                                    recursive=True))
-            files = [Path(h) for h in hits if Path(h).is_file()]
-            if not files:
-                raise CaptureError(f"no capture file matches {text!r}")
-            for file in files:
-                if capture_format(file) is None:
-                    continue  # a glob may match other files; a named file may not
-                _add(out, file, name)
-            if not any(capture_format(f) for f in files):
-                raise CaptureError(f"{text!r} matches no capture file ({KNOWN})")
-            continue
-        path = Path(text) if os.path.isabs(text) else here / text
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and capture_format(p))
-            if not found:
-                raise CaptureError(f"no capture file ({KNOWN}) in the folder", path=name(path))
-            for file in found:
-                _add(out, file, name)
-            continue
-        if not path.exists():
-            raise CaptureError("cannot read: no such file", path=name(path))
-        if capture_format(path) is None:
-            raise CaptureError(f"unknown capture format: expected {KNOWN}", path=name(path))
-        _add(out, path, name)
-    return list(out.values())
-
-
-def _add(out: dict[Path, Capture], path: Path, name: Any) -> None:
-    absolute = Path(os.path.abspath(path))
-    key = absolute.resolve()
-    if key in out:
-        return
-    found = capture_format(absolute)
-    assert found is not None
-    out[key] = Capture(path=absolute, shown=name(absolute), format=found[0],
-                       compressed=found[1])
-
-
-def sha256_all(captures: Sequence[Capture], *, threads: int = 4) -> list[str]:
-    """The sha256 of every capture file, hashed in parallel (hashlib releases the GIL)."""
-    if len(captures) <= 1:
-        return [c.sha256() for c in captures]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(Capture.sha256, captures))
-
 
 def read_chunks(capture: Capture, spec: ColumnSpec, *, chunk_rows: int | None = None,
                 file_index: int = 0) -> Iterator[Chunk]:
@@ -476,7 +180,7 @@ class _Reader:
     def check_columns(self, names: Sequence[str]) -> None:
         present = set(names)
         if len(present) < len(names):
-            # Two columns of one name: which one a reader picks is arbitrary (issue 14 item 13).
+            # Two columns of one name: which one a reader picks is arbitrary.
             for column in self.spec.names():
                 if names.count(column) > 1:
                     raise self.fail(f"two columns are named {column!r}: rename one, so that "
@@ -577,7 +281,7 @@ class _ParquetReader(_Reader):
                     digest_problem(self.metadata_digest, self.spec.digest_length)
                 if problem is not None:
                     raise self.fail(f"metadata {METADATA_PREFIX}{self.spec.digest} "
-                                    f"{_clip(self.metadata_digest)!r}: {problem}")
+                                    f"{clip(self.metadata_digest)!r}: {problem}")
         self.check_columns(schema.names)
         columns = self.wanted()
         if self.chunk_rows is None:
@@ -1006,12 +710,6 @@ class _TableBatch:
         return _TableBatch(self.table.slice(offset, length))
 
 
-def _is_number_text(value: Any) -> bool:
-    try:
-        float(str(value).strip())
-    except ValueError:
-        return False
-    return "_" not in str(value)
 
 
 class _EmptyBatch:
@@ -1055,9 +753,6 @@ def _json_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def _clip(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_conversion_error(exc: Exception) -> bool:
@@ -1115,3 +810,7 @@ def _read_problem(exc: BaseException, capture: Capture) -> str:
     what = {"csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet"}[capture.format]
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return f"cannot read as {what}: {first}"
+
+
+__all__ = ["MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_JSON_LINE_BYTES", "chunk_from_columns",
+           "read_captures", "read_chunks"]

@@ -1,0 +1,13 @@
+"""Capture records: finding, reading and validating CSV, JSON Lines and Parquet files.
+
+A capture file is `*.csv`, `*.jsonl` / `*.ndjson` or `*.parquet` / `*.pq`, each optionally
+gzip-compressed (`*.csv.gz`, ...). One job a module, each importing only those above it:
+
+    files    the files: `find_captures` expands paths, folders and globs into `Capture`s
+    chunks   the rows read: `ColumnSpec` (the columns a fit reads, what each must hold) and
+             `Chunk` (consecutive rows of one file as numpy arrays, validated lazily)
+    read     the readers: `read_chunks` reads the columns a `ColumnSpec` names as `Chunk`s,
+             streamed or whole, and `chunk_from_columns` makes one of rows in memory
+
+May import: `lawkit.config` and `lawkit.errors`; nothing else of `lawkit`.
+"""
