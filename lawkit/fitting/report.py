@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lawkit import __version__
+from lawkit._version import __version__
 from lawkit.fitting.breakpoints import Search
 from lawkit.fitting.request import LawSpec
 
