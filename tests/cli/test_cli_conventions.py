@@ -7,7 +7,6 @@ import ast
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from typer.testing import CliRunner, Result
 
 from lawkit import __version__
 from lawkit.cli import app
+from testing.lawrepo import git
 from testing.workspaces import OLD, make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,15 +50,11 @@ def _options(name: str) -> set[str]:
             for flag in param.opts}
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-
-
 def _committed_workspace(root: Path) -> None:
     make_workspace(root, 2)
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "laws")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "laws")
 
 
 def _unstamped(output: str) -> str:

@@ -4,30 +4,26 @@ then three later commits touching code that never ran, start-up code, and the st
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from footprint_engine import copy_engine, edit, lawkit
 
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
+from testing.lawrepo import git
 
 
 def _commit(repo: Path, message: str) -> str:
-    _git(repo, "commit", "-qam", message)
-    return _git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-qam", message)
+    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = copy_engine(tmp_path / "repo")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "engine")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "engine")
     result = lawkit("footprint", "record", "--out", "fp.json", "--", sys.executable, "run.py",
                     cwd=root)
     assert result.returncode == 0, result.stderr

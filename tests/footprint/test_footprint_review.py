@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from footprint_engine import copy_engine, edit, lawkit
 
+from testing.lawrepo import git
+
 CAPTURES = "batch_size,step_s\n" + "".join(f"{b},{0.001 + 0.0001 * b}\n" for b in range(1, 9))
 FIT = ["fit", "captures.csv", "--out", "laws/host.yaml", "--formula", "step_s ~ 1 + batch_size",
        "--captured-on", "current"]
@@ -23,24 +25,19 @@ EDITS = {
 }
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Recorded and fitted once for the module: each test gets a copy (`repo`)."""
     root = copy_engine(tmp_path_factory.mktemp("recorded") / "repo")
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     result = lawkit("footprint", "record", "--out", "fp.json", "--", sys.executable, "run.py",
                     cwd=root)
     assert result.returncode == 0, result.stderr
     (root / "captures.csv").write_text(CAPTURES)
     result = lawkit(*FIT, "--footprint", "fp.json", cwd=root)
     assert result.returncode == 0, result.stderr
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "engine, footprint and laws")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "engine, footprint and laws")
     return root
 
 
@@ -54,8 +51,8 @@ def _commit_edit(repo: Path, kind: str) -> str:
     edit(repo / path, old, new)
     result = lawkit("rekey", "--why", f"an edit to {kind} code", cwd=repo)
     assert result.returncode == 0, result.stderr
-    _git(repo, "commit", "-qam", kind)
-    return _git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-qam", kind)
+    return git(repo, "rev-parse", "HEAD")
 
 
 def _review(repo: Path, base: str, head: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -83,7 +80,7 @@ def test_fit_records_the_footprint_in_its_entry_on_one_line_and_refuses_another_
 
 
 def test_review_gives_untouched_startup_and_steps_for_three_later_commits(repo: Path) -> None:
-    fitted = _git(repo, "rev-parse", "HEAD")
+    fitted = git(repo, "rev-parse", "HEAD")
     heads = {kind: _commit_edit(repo, kind) for kind in ("untouched", "startup", "steps")}
     expected_units = {
         "untouched": {("only_defined", "changed", "not run")},
@@ -125,11 +122,11 @@ def test_review_gives_untouched_startup_and_steps_for_three_later_commits(repo: 
 
 def test_review_lists_the_units_of_each_engine_file_changed_and_layout_only_moves(
         repo: Path) -> None:
-    base = _git(repo, "rev-parse", "HEAD")
+    base = git(repo, "rev-parse", "HEAD")
     edit(repo / "atom/base.py", '"""Say what kind of runner this is."""',
          '"""Say which kind of runner this is."""')
     lawkit("rekey", "--why", "a docstring", cwd=repo)
-    _git(repo, "commit", "-qam", "a docstring")
+    git(repo, "commit", "-qam", "a docstring")
     doc = json.loads(_review(repo, base, "HEAD", "--format", "json").stdout)
     assert doc["engine_units"] == [{"path": "atom/base.py", "change": "changed",
                                     "layout_only": True, "units": [
@@ -156,9 +153,9 @@ def test_review_lists_the_units_of_each_engine_file_changed_and_layout_only_move
 
 def test_review_without_the_footprint_at_head_says_unknown_and_require_makes_it_a_finding(
         repo: Path) -> None:
-    base = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "rm", "-q", "fp.json")
-    _git(repo, "commit", "-qm", "drop the footprint")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "rm", "-q", "fp.json")
+    git(repo, "commit", "-qm", "drop the footprint")
     result = _review(repo, base, "HEAD", "--format", "json")
     assert result.returncode == 0
     [verdict] = json.loads(result.stdout)["footprints"]
@@ -226,12 +223,12 @@ def _imports(args: list[str], cwd: Path) -> str:
 
 
 def test_review_and_rekey_with_a_footprint_import_no_numpy_pandas_or_scipy(repo: Path) -> None:
-    base = _git(repo, "rev-parse", "HEAD")
+    base = git(repo, "rev-parse", "HEAD")
     edit(repo / "atom/runner.py", "return x * factor", "return x * factor + 0")
     assert _imports(["rekey", "--why", "w", "--require", "untouched"], repo) == \
         "exit 2 heavy []"
     assert _imports(["rekey", "--why", "w"], repo) == "exit 0 heavy []"
-    _git(repo, "commit", "-qam", "steps")
+    git(repo, "commit", "-qam", "steps")
     for fmt in ("text", "json", "github", "markdown"):
         assert _imports(["review", "--base", base, "--format", fmt], repo) == "exit 0 heavy []"
     assert _imports(["review", "--base", base, "--require", "untouched"], repo) == \
@@ -244,7 +241,7 @@ def test_fit_refuses_a_footprint_outside_the_repository(repo: Path) -> None:
     result = lawkit(*FIT, "--footprint", str(outside), cwd=repo)
     assert result.returncode == 2
     assert f"{outside}: outside the workspace" in result.stderr
-    assert _git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_require_takes_only_untouched(repo: Path) -> None:

@@ -12,14 +12,10 @@ from typer.testing import CliRunner
 
 from lawkit.cli import app
 from src_digest import host_key_of
+from testing.lawrepo import git
 from testing.samples import GOOD
 
 runner = CliRunner()
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                          text=True).stdout
 
 
 def _engine_repo(root: Path) -> Path:
@@ -27,9 +23,9 @@ def _engine_repo(root: Path) -> Path:
     (root / "engine" / "atom" / "__init__.py").write_text("")
     (root / "engine" / "atom" / "engine" / "step.py").write_text("x = 1\n")
     (root / "lawkit.toml").write_text('[digest]\nroot = "engine"\n')
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "engine")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "engine")
     return root
 
 
@@ -61,7 +57,7 @@ def test_digest_at_a_revision_reads_git_objects_and_agrees_with_the_work_tree(
         tmp_path: Path) -> None:
     _engine_repo(tmp_path)
     (tmp_path / "engine" / "atom" / "engine" / "step.py").write_text("x = 2\n")
-    _git(tmp_path, "commit", "-qam", "change")
+    git(tmp_path, "commit", "-qam", "change")
     changed = host_key_of(tmp_path / "engine")
     assert runner.invoke(app, ["digest", "--rev", "HEAD"]).stdout == f"{changed}\n"
     assert runner.invoke(app, ["digest", "--rev", "HEAD~1"]).stdout == "8927e824\n"

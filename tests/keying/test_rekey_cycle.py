@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from testing.lawrepo import git
 from testing.workspaces import law_text, laws, make_engine
 
 runner = CliRunner()
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                          text=True).stdout
 
 
 def _invoke(*args: str) -> tuple[int, list[str]]:
@@ -36,14 +31,14 @@ def test_check_edit_check_rekey_check_in_a_git_repo_moves_two_lines_per_law_file
         text = law_text(key=digest, labels={"cell": f"c{i}"}, law_dicts=laws(seed=i),
                         provenance="none")
         path.write_bytes(text.replace("\n", "\r\n" if "crlf" in name else "\n").encode())
-    _git(tmp_path, "init", "-q", "-b", "main")
-    _git(tmp_path, "config", "core.autocrlf", "false")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "core.autocrlf", "false")
 
     code, out = _invoke("check")
     assert code == 1 and out[-1] == 'fix: lawkit rekey --adopt --why "..."'
     assert _invoke("rekey", "--adopt", "--why", "laws written before lawkit")[0] == 0
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "adopted laws")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "adopted laws")
     assert _invoke("check") == (0, [f"4 law files name atom={digest}"])
 
     step = tmp_path / "atom" / "engine" / "step.py"
@@ -58,12 +53,12 @@ def test_check_edit_check_rekey_check_in_a_git_repo_moves_two_lines_per_law_file
 
     code, out = _invoke("rekey", "--why", "a docstring cannot move host time", "--ref", "#3")
     assert code == 0, out
-    numstat = sorted(_git(tmp_path, "diff", "--numstat", "--", "laws").splitlines())
+    numstat = sorted(git(tmp_path, "diff", "--numstat", "--", "laws").splitlines())
     assert numstat == sorted(f"2\t1\t{name}" for name in names)
     assert _invoke("check") == (0, [f"4 law files name atom={new}"])
 
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "rekeyed laws")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "rekeyed laws")
     code, out = _invoke("rekey", "--why", "again")
     assert (code, out) == (0, [f"nothing to rekey (4 already at atom={new})"])
-    assert _git(tmp_path, "status", "--porcelain") == ""
+    assert git(tmp_path, "status", "--porcelain") == ""

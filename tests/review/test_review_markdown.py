@@ -3,40 +3,35 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from testing.lawrepo import git
 from testing.workspaces import OLD, law_text, make_workspace
 
 runner = CliRunner()
 HOSTILE = "<details><img src=x onerror=alert(1)>"
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 def test_markdown_output_renders_no_tag_from_a_why_a_ref_or_a_file_name(tmp_path: Path) -> None:
     make_workspace(tmp_path, 1, stale=True)
     hostile_file = tmp_path / "laws" / f"{HOSTILE.replace('/', '')} `x` |y|.yaml"
     hostile_file.write_text(law_text(key=OLD, labels={"cell": "other"}))
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "base")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
     (tmp_path / "engine" / "atom" / "new.py").write_text("y = 2\n")
     result = runner.invoke(app, ["rekey", "--why", f"{HOSTILE} *bold* & [a](b)",
                                  "--ref", "<b>#1</b>"])
     assert result.exit_code == 0, result.output
     (tmp_path / "engine" / "atom" / "<img src=x onerror=alert(2)>.py").write_text("z = 3\n")
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "head")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "head")
     branch = "<img-src=x-onerror=alert(3)>"
-    _git(tmp_path, "branch", branch)
+    git(tmp_path, "branch", branch)
     result = runner.invoke(app, ["review", "--base", "HEAD~1", "--head", branch,
                                  "--format", "markdown"])
     assert result.exit_code in (0, 1), result.output
