@@ -148,6 +148,45 @@ def test_the_links_of_the_readme_and_the_docs_resolve() -> None:
     assert not broken, f"links to nothing: {', '.join(broken)}"
 
 
+README_MAX_LINES = 150
+_RUN_FIGURE = re.compile(r"\b\d+(?:\.\d+)? ?(?:ms|us|µs|s|min|MB|MiB)\b|\b\d+\.\d+x\b")
+
+
+def test_the_readme_is_short_and_holds_no_run_figures() -> None:
+    """A newcomer reads it in five minutes; figures that change from run to run live in
+    docs/performance.md, each beside the command that measures it again."""
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines, at most {README_MAX_LINES}: move the detail to docs/")
+    figures = [f"README.md:{number}: {match.group(0)!r}"
+               for number, line in enumerate(lines, start=1)
+               for match in [_RUN_FIGURE.search(line)] if match]
+    assert not figures, ("run figures belong in docs/performance.md, not the README: "
+                         + ", ".join(figures))
+
+
+def test_no_page_points_outside_the_repository() -> None:
+    """The design notes are not in the repository: a page links the docs page that says it."""
+    outside = [f"{_name(page)}:{number}"
+               for page in _pages()
+               for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+               if re.search(r"\bDESIGN\b", line)]
+    assert not outside, ("these lines send the reader to DESIGN, which is not in the "
+                         f"repository; link a page of docs/ instead: {', '.join(outside)}")
+
+
+def test_every_figure_of_the_performance_page_names_its_command() -> None:
+    """Each section of docs/performance.md says how to measure its figures again."""
+    text = (DOCS / "performance.md").read_text(encoding="utf-8")
+    sections = [_section(text, lambda title, wanted=title: title == wanted)
+                for _, level, title in _headings(text) if level == 2]
+    assert sections, "docs/performance.md has no `## ` section"
+    silent = [section.splitlines()[0] for section in sections
+              if section is not None and not re.search(r"(bench|scripts)/\w+|\.ci/run", section)]
+    assert not silent, f"docs/performance.md: no command reproduces {silent}"
+
+
 def test_the_readme_links_every_page_of_the_docs() -> None:
     readme = README.read_text(encoding="utf-8")
     linked = {(REPO / target.partition("#")[0]).resolve()

@@ -187,14 +187,38 @@ def _all_console_sections() -> dict[str, list[Command]]:
 SECTIONS = _all_console_sections()
 
 
-def test_the_readme_has_a_tutorial_that_runs_and_fails() -> None:
-    """Guard the guard: the tutorial is found, and holds a failing check to show."""
-    tutorial = [title for title, commands in SECTIONS.items()
-                if title.startswith("Tutorial") and commands[0].page == "README.md"]
-    assert tutorial, "README.md: no `## Tutorial...` section with ```console blocks"
-    commands = SECTIONS[tutorial[0]]
-    assert any(c.text.startswith("lawkit check") and c.exit_code == 1 for c in commands)
-    assert any(c.text.startswith("lawkit rekey") for c in commands)
+def _fails_then_rekeys(commands: list[Command]) -> bool:
+    """Whether a section shows a failing check, then a rekey, then a check that passes."""
+    texts = [(c.text.split(" #")[0].strip(), c.exit_code) for c in commands]
+    failing = next((i for i, (t, rc) in enumerate(texts) if t == "lawkit check" and rc == 1), None)
+    if failing is None:
+        return False
+    rekey = next((i for i, (t, _) in enumerate(texts[failing:], failing)
+                  if t.startswith("lawkit rekey") and "--dry-run" not in t), None)
+    return rekey is not None and any(t == "lawkit check" and rc == 0
+                                     for t, rc in texts[rekey + 1:])
+
+
+def test_the_readme_shows_a_rekey_that_runs_and_fails_first() -> None:
+    """Guard the guard: the README's one example is found: check fails, rekey, check passes."""
+    readme = [commands for commands in SECTIONS.values() if commands[0].page == "README.md"]
+    assert any(_fails_then_rekeys(commands) for commands in readme), (
+        "README.md: no section whose ```console block shows `lawkit check  # exit 1`, then "
+        "`lawkit rekey`, then a `lawkit check` that passes")
+
+
+def test_the_tutorial_and_the_adoption_guide_run() -> None:
+    """Guard the guard: the pages the README's blocks moved to are found and executed."""
+    tutorial = SECTIONS.get("docs/tutorial.md: A re-key from start to finish")
+    assert tutorial, "docs/tutorial.md: no `## A re-key from start to finish` console blocks"
+    assert _fails_then_rekeys(tutorial)
+    assert any(c.text.startswith("lawkit review") for c in tutorial)
+    assert any(c.text.startswith("lawkit footprint record") for c in tutorial)
+    adopting = [title for title, commands in SECTIONS.items()
+                if commands[0].page == "docs/adopting.md"]
+    assert any(c.text.startswith("lawkit digest --manifest")
+               for title in adopting for c in SECTIONS[title]), (
+        "docs/adopting.md: the manifest comparison no longer runs")
 
 
 def test_console_blocks_are_read_from_every_docs_page_by_section() -> None:

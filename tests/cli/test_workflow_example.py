@@ -2,7 +2,7 @@
 
 The block is found by its marker, not by its place: the first fenced ```yaml block after a
 comment `<!-- github-actions-workflow ... -->` in README.md or any docs/*.md (every marked
-block is linted, and there must be at least one). For each:
+block is linted, and there must be at least one, in docs/adopting.md). For each:
 
 - it parses as YAML into a workflow: `on` (events GitHub knows), `jobs`, each job with
   `runs-on` and `steps`, each step a mapping with exactly one of `run` and `uses`, and no key
@@ -126,6 +126,13 @@ BLOCKS = marked_blocks()
 def test_the_docs_show_a_marked_workflow() -> None:
     assert BLOCKS, ("no ```yaml block follows a `<!-- github-actions-workflow -->` marker in "
                     "README.md or docs/*.md")
+
+
+def test_the_adoption_guide_holds_the_workflow() -> None:
+    """The workflow an engine repo copies sits in the adoption guide, where the linter reads it."""
+    adopting = REPO / "docs" / "adopting.md"
+    assert any(block.path == adopting for block in BLOCKS), (
+        "docs/adopting.md: no marked ```yaml workflow under its CI job section")
 
 
 def _load(block: Block) -> dict[str, Any]:
