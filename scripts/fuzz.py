@@ -1,4 +1,4 @@
-"""Fuzz lawkit's parsers and readers: a long run, with counts per target and outcome (issue 7).
+"""Fuzz lawkit's parsers and readers: a long run, with counts per target and outcome.
 
 Run: .venv/bin/python scripts/fuzz.py [--seconds S | --cases N] [--target NAME]... [--jobs J]
      .venv/bin/python scripts/fuzz.py --list

@@ -1,6 +1,6 @@
 """src_digest/1: a byte-exact digest of an engine source tree, standard library only.
 
-This package implements the digest contract of lawkit's DESIGN (section 4) and nothing else:
+This package implements the digest contract of lawkit's docs/digest.md and nothing else:
 it imports only the standard library and nothing of lawkit, so an engine can vendor the
 ``src_digest`` folder (or import it) and compute the very key its host laws are checked against.
 

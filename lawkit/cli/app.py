@@ -111,7 +111,7 @@ def wants_json(json: bool, format: TextOrJson | None) -> bool:
 def fraction(text: str | None, flag: str) -> float | None:
     """The value of a fraction flag (`--max-mape`, `--holdout`): `0.1`, or `10%` with the
     suffix. A plain number above 1 is refused naming both forms, so `--max-mape 10` cannot pass
-    as a 1000% threshold (issue 14 item 14); so is a negative or non-finite one."""
+    as a 1000% threshold; so is a negative or non-finite one."""
     if text is None:
         return None
     body = text.strip()

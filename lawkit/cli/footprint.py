@@ -1,5 +1,5 @@
 """`lawkit footprint record` and `lawkit footprint diff`: which engine code ran, and what a
-change touches (DESIGN section 11)."""
+change touches (docs/footprints.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """`lawkit check`: every law file valid, explained by its provenance and on the current digest.
 
 A problem is one line a person can act on: the file and line, what is wrong, and what fixes it
-(DESIGN.md sections 5 and 6). The report's last line is the command that fixes what a command
-can fix: `lawkit rekey --adopt` for laws written before lawkit, `lawkit rekey` for stale keys
-(or, where the engine change moves host time, the refit `lawkit fit`).
+(docs/law-files.md, docs/commands.md). The report's last line is the command that fixes what
+a command can fix: `lawkit rekey --adopt` for laws written before lawkit, `lawkit rekey` for
+stale keys (or, where the engine change moves host time, the refit `lawkit fit`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     """Each stale file's footprint verdict where it names a footprint and the verdict is known
-    (DESIGN section 11), with the laws whose verdict is not untouched: what the fix line
+    (docs/footprints.md), with the laws whose verdict is not untouched: what the fix line
     recommends, a re-key or a refit."""
 
     @property
@@ -63,7 +63,7 @@ class CheckReport:
         """The last line: the commands that fix what a command can fix, in the order to run
         them (a refit before an adoption before a rekey, the rekey with the refit that takes
         its place where the engine change moves host time), or None where no command does (a
-        problem's own line says what to do: issue 14 item 17)."""
+        problem's own line says what to do)."""
         refits = [p.fix for p in self.problems if p.fix not in (None, ADOPT_FIX, REKEY_FIX)]
         stale = list(dict.fromkeys(p.path for p in self.problems if p.fix == REKEY_FIX))
         commands = [*dict.fromkeys(refits)]
@@ -199,7 +199,7 @@ def _invalid(exc: LawFileError, shown: str) -> FileFacts:
 
 
 def is_law_file_name(name: str) -> bool:
-    """Whether a file name is a law file's: `*.yaml` or `*.yml` in any case (DESIGN.md §6),
+    """Whether a file name is a law file's: `*.yaml` or `*.yml` in any case,
     never a temp file of an interrupted write."""
     return name.lower().endswith((".yaml", ".yml")) and not name.startswith(TEMP_PREFIX)
 
@@ -273,7 +273,8 @@ def named_law_files(ws: Workspace, paths: Sequence[Path]) -> list[Path]:
 
 
 def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
-    """Whether the provenance explains the key and vouches for the laws' body (DESIGN.md §5)."""
+    """Whether the provenance explains the key and vouches for the laws' body (the integrity
+    rule of docs/law-files.md)."""
     path, host = law_file.path, law_file.host
     named = host.key[key]
     key_line = law_file.line("host", "key", key)

@@ -1,9 +1,9 @@
-"""Law files' footprint verdicts, for `rekey` and `review` (DESIGN section 11).
+"""Law files' footprint verdicts, for `rekey` and `review` (docs/footprints.md).
 
 A law file's footprint is the one its newest `fit` provenance entry names (`footprint: {path,
 sha256}`, the path from the workspace root, as `fit --footprint` records it). Each law's verdict
 against a target tree comes from the footprint's region named after its target, or from the
-whole footprint where it has no such region (DESIGN section 12, `lawkit.footprint.regions`); a
+whole footprint where it has no such region (docs/footprints.md, `lawkit.footprint.regions`); a
 file's verdict is the worst of its laws' (`untouched`, `startup`, `steps`). Every verdict is
 `unknown` when the file names no footprint, or the footprint file is missing or is not the one
 the fit named. Law files naming the same footprint share one comparison.
@@ -29,7 +29,7 @@ REQUIRE = ("untouched",)
 
 @dataclass(frozen=True)
 class LawVerdict:
-    """One law's verdict (DESIGN section 12): its file, name and target, the region of the
+    """One law's verdict (docs/footprints.md): its file, name and target, the region of the
     footprint it takes its verdict from (None: the footprint has no region named after its
     target, and the law takes the file's footprint verdict), and the verdict."""
 

@@ -4,7 +4,7 @@ Each law file whose key differs from the target gets exactly two text edits (see
 the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance, or
 whose laws were edited by hand, gets one `adopt` entry and nothing else. Every edited text is
 re-parsed and compared with what the edit intends before anything is written; any refusal
-writes nothing at all (DESIGN.md §6).
+writes nothing at all (docs/commands.md, `lawkit rekey`).
 """
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ class RekeyReport:
     skipped: list[Skip] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     """What `check` reports in files already at the target (a body edited by hand): rekey has
-    nothing to do there, and says so rather than exit 0 as if all were well (issue 14 item 17)."""
+    nothing to do there, and says so rather than exit 0 as if all were well."""
     diff: str = ""
     verdicts: list[FileVerdict] = field(default_factory=list)
-    """The footprint verdict of each file re-keyed, against the work tree (DESIGN section 11)."""
+    """The footprint verdict of each file re-keyed, against the work tree (docs/footprints.md)."""
     require: str | None = None
 
     @property
@@ -279,7 +279,7 @@ def rekey(
 def _still_stale(ws: Workspace, outcomes: Sequence[_Outcome]) -> list[Problem]:
     """Check's stale line for each file an adoption wrote or left alone that names a digest
     other than the engine's: an adoption vouches for laws, not keys, so such a file still
-    fails check, and the run must not exit 0 (issue 23)."""
+    fails check, and the run must not exit 0."""
     named = [(o.shown, o.change.from_, o.after.key_line) if isinstance(o, _Prepared) else
              (o.path, o.named, o.key_line) for o in outcomes if isinstance(o, _Prepared | Skip)]
     stale = [n for n in named if n[1] is not None]
@@ -360,8 +360,8 @@ def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, 
 def _prepare_adopt(path: Path, shown: str, raw: bytes, key: str, when: str, why: str,
                    from_: str | None) -> _Prepared:
     """The file with one `adopt` entry vouching for its laws as they are: laws written before
-    lawkit, or laws edited by hand after their newest fit or adoption (issue 23); never a key
-    edited by hand, which a rekey or a refit explains."""
+    lawkit, or laws edited by hand after their newest fit or adoption; never a key edited by
+    hand, which a rekey or a refit explains."""
     law_file = lawfile.parse(raw, shown, key=key)
     named = law_file.host.key[key]
     if law_file.host.provenance:

@@ -1,7 +1,7 @@
 """A law as a plain Python function of one row: what `Law.compile()` returns and what
 `Law.predict` runs on a mapping of scalars.
 
-A simulator prices every forward step with a law (issue 17: millions of calls), so the row path
+A simulator prices every forward step with a law (millions of calls), so the row path
 is generated once per law as Python source, with the terms, knots, domain bounds and `where`
 values bound as closure constants: no numpy, no term parsing, no per-call allocation beyond the
 floats. The value is `sum(coef * product of factors)` accumulated from 0.0 in the order the
@@ -10,7 +10,7 @@ array path uses too, so that scalars, the compiled form and arrays agree to the 
 
 A row is outside when a domain column it holds lies outside its range (NaN included) or, where
 the row holds the columns of the law's `where` (or of its `filter`), when that part does not
-select it (DESIGN.md section 5). Only names of columns (through `repr`) are written into the
+select it (docs/law-files.md). Only names of columns (through `repr`) are written into the
 generated source; every value is a closure constant, so a law file cannot inject code.
 """
 

@@ -26,7 +26,7 @@ def stale_message(named: str, digest: str) -> str:
 def stale_fix(paths: Sequence[str],
               verdicts: Mapping[str, tuple[str, Sequence[str]]] | None = None) -> str:
     """The fix of stale files: a re-key, which is right only when the engine change cannot
-    move host time (the laws still hold), else a refit (issue 23): named with the file when
+    move host time (the laws still hold), else a refit: named with the file when
     there is one, else for each. ``verdicts`` holds, for a file whose footprint verdict is
     known, the verdict and the laws that are not untouched: an untouched file is re-keyed, a
     touched one refitted, each named with its verdict."""

@@ -1,5 +1,5 @@
 """Reading a law file's bytes safely: a regular file, never a symlink followed, a FIFO waited
-on or a huge file read whole (issue 7). Kept apart from `lawfile` so that `check` can read and
+on or a huge file read whole. Kept apart from `lawfile` so that `check` can read and
 hash files without importing pydantic or PyYAML when its cache already knows them."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from lawkit.errors import LawFileError
 MAX_BYTES = 1 << 20
 """The largest law file lawkit reads (1 MiB). Law files are small (the bundled ones are about
 3 KB, a law about 750 bytes): a bigger file is refused before it is read, so that a runaway or
-hostile one cannot cost CI minutes or gigabytes (issue 7). `yamlsafe.MAX_NODES` bounds what
+hostile one cannot cost CI minutes or gigabytes. `yamlsafe.MAX_NODES` bounds what
 fits in it."""
 
 

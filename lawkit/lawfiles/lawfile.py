@@ -1,4 +1,4 @@
-"""Law files: the pydantic models of DESIGN.md section 5, loading with line-numbered errors."""
+"""Law files: the pydantic models of docs/law-files.md, loading with line-numbered errors."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class Law(BaseModel):
     @classmethod
     def _filter_parses(cls, filter: str | None) -> str | None:
         # Read here, not first at use: a filter that does not parse fails check, show and
-        # rekey naming its file and line, not score naming no file (issue 14 item 11).
+        # rekey naming its file and line, not score naming no file.
         if filter is not None:
             from lawkit.errors import FitError
             from lawkit.lawfiles.where import parse_where
@@ -348,7 +348,8 @@ def law_text(raw: bytes, shown: str) -> LawText:
 
 
 def body_hash(laws: list[Law]) -> str:
-    """sha256 over name, target, where, filter and terms of each law, in order (DESIGN.md §5)."""
+    """sha256 over name, target, where, filter and terms of each law, in order (the body hash
+    of docs/law-files.md)."""
     canon = [{"name": law.name, "target": law.target, "where": law.where,
               "filter": law.filter, "terms": law.terms} for law in laws]
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"))

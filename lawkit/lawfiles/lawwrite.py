@@ -43,7 +43,7 @@ def format_key(key: str) -> str:
 def quote(text: str) -> str:
     """A double-quoted YAML string that every YAML 1.1 and 1.2 loader reads back as `text`:
     every character outside YAML's printable set, and those YAML 1.1 reads as line breaks or
-    a byte order mark, escaped (issue 14 item 10)."""
+    a byte order mark, escaped."""
     if "\\" not in text and '"' not in text and _LITERAL.fullmatch(text):
         return f'"{text}"'
     return '"' + "".join(_quoted_char(c) for c in text) + '"'

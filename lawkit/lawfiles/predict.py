@@ -5,7 +5,7 @@ numpy on that path) or about many rows at once (a DataFrame or a mapping of arra
 passes over blocks of rows, no per-row Python). A row is outside the law when a feature lies
 outside the law's `domain` (the range of every feature it was fitted on) or, where the data
 holds the columns of the law's `where`/`filter`, when that selection does not pick it
-(DESIGN.md section 5: predict applies both). Such rows are still predicted; the caller is told
+(docs/law-files.md: predict applies both). Such rows are still predicted; the caller is told
 with a `LawDomainWarning`, or gets the mask.
 """
 

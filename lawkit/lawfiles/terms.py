@@ -1,4 +1,4 @@
-"""The term grammar (DESIGN.md section 5): what a key of a law's `terms` may say.
+"""The term grammar (docs/law-files.md): what a key of a law's `terms` may say.
 
     term    := "1" | factor (":" factor)*
     factor  := column | "step(" column "," K ")" | "hinge(" column "," K ")"

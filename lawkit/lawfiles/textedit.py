@@ -1,4 +1,4 @@
-"""The two text edits of a rekey, placed by the parser's positions (DESIGN.md section 6).
+"""The two text edits of a rekey, placed by the parser's positions (docs/commands.md, rekey).
 
 Round-trip YAML libraries re-dump a file and move bytes a reviewer then has to read, so lawkit
 edits text instead: it replaces the quoted scalar of `host.key.<key>` and inserts one

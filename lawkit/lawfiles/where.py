@@ -20,7 +20,7 @@ imported only when a mask is computed, so parsing stays cheap for `check` and `r
 
 A law stores its selection as a `where` mapping (column -> value, or -> [values], ANDed) when
 the expression is exactly such a conjunction (`Expr.as_mapping()`), else verbatim in `filter`
-(DESIGN.md section 5); `law_mask` applies both.
+(docs/law-files.md); `law_mask` applies both.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ WhereMapping = dict[str, Scalar | list[Scalar]]
 
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
 MAX_NESTING = 100
-"""The deepest nesting of parentheses and `not` (the parser recurses: issue 7)."""
+"""The deepest nesting of parentheses and `not` (the parser recurses)."""
 _COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
 _TOKEN = re.compile(r"""
     \s*(?:

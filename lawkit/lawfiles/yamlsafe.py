@@ -64,9 +64,8 @@ _STANDARD_TAGS = {
 _MAX_DEPTH = 64
 MAX_NODES = 100_000
 """The most YAML nodes (scalars, lists, mappings) a law file may hold: some 1,900 laws of about
-50 nodes. Time and memory grow with the nodes (up to 30 us and 600 bytes each), not the bytes:
-`[0,0,...]` packs a node into two bytes, so a text long enough to exceed this is counted first
-(issue 7)."""
+50 nodes. Time and memory grow with the nodes, not the bytes: `[0,0,...]` packs a node into
+two bytes, so a text long enough to exceed this is counted first."""
 
 
 class NodeIndex(Mapping[Path_, yaml.Node]):

@@ -1,5 +1,5 @@
-"""The workspace config at each revision a review reads, from git objects (DESIGN section 11,
-"review reads evidence it can stand on").
+"""The workspace config at each revision a review reads, from git objects, so that review
+reads evidence it can stand on (docs/footprints.md, soundness limits).
 
 Each side of a review (base, head, the merge) is digested with its own settings: the config
 file as git holds it at that revision (`lawkit.toml`, or `pyproject.toml` with `[tool.lawkit]`,
@@ -157,7 +157,7 @@ def _repo_path(top: str, path: Path) -> str | None:
 
 
 def _defaults(folder: Path) -> Workspace:
-    """The workspace of a folder without a config (DESIGN section 3's defaults)."""
+    """The workspace of a folder without a config (the defaults of docs/adopting.md, Config)."""
     return Workspace(root=folder, config_path=None, laws=folder / "laws",
                      digest=DigestConfig(root=folder, source=ConfigSource(None, (folder,))))
 

@@ -1,4 +1,4 @@
-"""What `lawkit review` says of a change's engine code, unit by unit (DESIGN section 11).
+"""What `lawkit review` says of a change's engine code, unit by unit (docs/footprints.md).
 
 For every hashed engine file changed between base and head: the units (``units.units_of`` on
 the base and head blobs) changed, added or removed, and whether only layout, comments or

@@ -144,7 +144,7 @@ def with_submodules(top: str, treeish: str, entries: list[src_digest.TreeEntry],
                     sources: dict[str, str | bytes], under: Sequence[str],
                     ) -> list[src_digest.TreeEntry]:
     """`entries` with each submodule below `under` replaced by its files at the recorded commit
-    (DESIGN.md section 4); `sources` gets where each of their blobs is read from."""
+    (docs/digest.md); `sources` gets where each of their blobs is read from."""
     try:
         return src_digest.with_submodules(top, treeish, entries, sources,
                                           [os.fsencode(p) for p in under])

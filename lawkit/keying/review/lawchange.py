@@ -1,6 +1,6 @@
 """One law file's change under review: its class, and whether its provenance explains it.
 
-Classes (DESIGN.md section 6, `lawkit review`):
+Classes (docs/commands.md, `lawkit review`):
 
     new        only at head
     removed    only at base: a finding, since deleting laws is not refitting them
@@ -311,7 +311,7 @@ class Checker:
                        "laws were edited after it: refit them (lawkit fit)", last)
 
     def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
-        """The integrity rule of DESIGN.md section 5, for a file new at head."""
+        """The integrity rule of docs/law-files.md, for a file new at head."""
         entries = head_file.host.provenance
         # A new file's older fit entries are history it brings along; what its verdict rests
         # on, and what this change vouches for, is its newest fit.

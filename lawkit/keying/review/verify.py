@@ -225,7 +225,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     at = configs.at_revisions(ws, top, treeishes)
     at.setdefault("merge", at["head"])
     config_changes = configs.changes(at["base"].ws, at["head"].ws)
-    # A submodule in the engine is hashed as its files at the recorded commit (DESIGN.md §4).
+    # A submodule in the engine is hashed as its files at the recorded commit (docs/digest.md).
     sources: dict[str, str | bytes] = {}
     base_side = _side(top, at["base"].ws, base_commit, sources)
     head_side = _side(top, at["head"].ws, head_commit, sources)
@@ -239,7 +239,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
 
     # One cat-file for every blob of the review; identical blobs (one id) are read once. A law
     # blob over the law-file cap is refused by its size, unread: a 2 GiB blob under laws/ costs
-    # nothing (issue 14 item 7).
+    # nothing.
     law_oids = [e.oid for e in head_laws.values() if blob_needed(e)]
     law_oids += [e.oid for p, e in base_laws.items() if p in changed and blob_needed(e)]
     sizes = gitobjects.blob_sizes(top, law_oids)
