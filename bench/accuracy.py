@@ -1,4 +1,4 @@
-"""Accuracy of lawkit's law forms against Vidur's own CPU-overhead predictors (issue 15).
+"""Accuracy of lawkit's law forms against Vidur's own CPU-overhead predictors.
 
 Run: .venv/bin/python bench/accuracy.py [--jobs N] [--sklearn-forest]
 
@@ -30,16 +30,16 @@ Methods (rows):
     include_bias, interaction_only and fit_intercept each True / False.
   Nothing is subsampled: every split, fold, group, overhead and grid candidate is fitted.
 
-The forest. sklearn's RandomForestRegressor spends ~0.6 ms of Python per tree on these 3..12-row
+The forest. sklearn's RandomForestRegressor spends its time in Python per tree on these 3..12-row
 fits, and the grid needs ~14 million trees (leave-one-out alone: 360 searches x 10 folds x 6
-candidates): over an hour on 2 cores. So by default the forest inside the same GridSearchCV
+candidates): hours on 2 cores. So by default the forest inside the same GridSearchCV
 is `ExactForest`, a vectorised re-implementation of what RandomForestRegressor computes for one
 feature: the same per-tree seeds (drawn from random_state as sklearn draws them), the same
 bootstrap counts, the same best-split rule (sklearn's MSE proxy, first maximum, threshold at the
 midpoint of the neighbouring present values, a node with fewer than min_samples_split rows
 present is a leaf) and the same prediction (x <= threshold goes left, x as float32). Every run
 first checks it against RandomForestRegressor itself on random row subsets of the file and
-stops if any prediction differs by more than 1e-9 relative (measured: <= 2e-14).
+stops if any prediction differs by more than 1e-9 relative.
 `--sklearn-forest` uses RandomForestRegressor itself instead (hours).
 
 Parallelism: the Vidur searches run as independent tasks over `--jobs` processes (default 2);
@@ -50,31 +50,11 @@ The polynomial. sklearn 1.9 made LinearRegression's dense lstsq drop singular va
 and the cut-off changes which rank-deficient polynomial wins the 2-fold searches (extrapolation
 63.7 / 112.5 with 1e-6), so the bench sets tol to epsilon where the parameter exists.
 
-Target (issue 15): lawkit's recommended form beats both Vidur predictors on the mean and the
+Target: lawkit's recommended form beats both Vidur predictors on the mean and the
 worst group in interpolation and leave-one-out, and on the mean in extrapolation.
 
-Measured with breakpoints (`K = auto` searched on each fold's training rows; scikit-learn
-1.9.1; 2 cores shared with a test run; 2026-12-01):
-
-    method                   interpolation    extrapolation    leave one out
-    lawkit ols                  4.0 / 13.4       8.8 / 35.9       6.1 / 21.5
-    lawkit robust               4.2 / 10.1      10.8 / 37.8       5.1 / 13.4
-    lawkit ols + step           3.9 / 10.8       9.1 / 35.1        3.5 / 7.7
-    lawkit robust + step         3.7 / 9.7      11.0 / 38.8       4.9 / 15.0
-    lawkit robust + hinge        3.7 / 9.6      11.7 / 42.2       5.5 / 15.8
-    Vidur RandomForest          7.1 / 13.6      24.6 / 32.2      11.2 / 17.0
-    Vidur polynomial            4.1 / 11.7      20.4 / 49.8       5.2 / 17.2
-    took 607 s: lawkit and the forest check 92 s (57 s CPU),
-    Vidur's searches 515 s on 2 processes (353 s CPU)
-
-`ols + step` (the recommended form) meets the target. The rows before breakpoints (the first two
-and Vidur's) are unchanged from the run before they landed.
-
-These are issue 15's figures for the same rows, to its rounding (4.0 / 13, 8.8 / 36, 6.1 / 22;
-4.2 / 10, 10.8 / 38, 5.1 / 13; 7.1 / 14, 24.6 / 32, 11.2 / 17; 4.1 / 12, 20.4 / 50, 5.2 / 17).
-21 whole searches (interpolation and extrapolation on two groups, all five targets, and one
-leave-one-out search) gave the same predictions with RandomForestRegressor as with ExactForest,
-to 1.4e-14 relative.
+What it last measured, dated, is in docs/performance.md (accuracy against Vidur's
+predictors); the table of forms is in docs/fitting.md.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ whose steps enter two empty regions (`with cap.region("schedule_s"): pass`, then
 so that load from elsewhere on the machine falls on both alike; the figure is the median over
 rounds of (with regions - without) / (2 N): one region's enter plus exit, the clock reads and
 the footprint markers (`lawkit.footprint.enter_region` / `exit_region`) included. The step's
-own cost (its row, the features checked) is shown beside it. Target (DESIGN.md section 12):
+own cost (its row, the features checked) is shown beside it. Target (docs/captures.md):
 at most 1.5 us per region. Exit 1 when the figure misses it.
 
 Both the wall time and the process's CPU time are measured: on a machine other jobs load (the

@@ -1,4 +1,4 @@
-"""Kill `rekey` and `fit --out` at every write call and at many random times (issue 7).
+"""Kill `rekey` and `fit --out` at every write call and at many random times.
 
 Run: .venv/bin/python bench/crash_trials.py [--random N] [--pairs N] [--jobs J] [--keep DIR]
 

@@ -18,14 +18,7 @@ peak of the lawkit process from os.wait4). With `--dask local`, the lawkit proce
 the scheduler and the nannies; each worker is a process of its own. The coefficients of the
 two runs are printed side by side with their largest relative difference.
 
-Measured (2 CPUs shared with other jobs, load 3-4; 2026-11-29), 40 x 1M rows, best of 2:
-local streamed 16.1 s, peak RSS 431 MiB; dask local:2 30.4 s, the lawkit process (client,
-scheduler, nannies) 325 MiB, each worker 319 MiB, the tree 761 MiB at its peak. Coefficients
-equal to the last printed digit. Of the dask run, about 8 s are the cluster's own: start-up
-3.8 s, the workers' first imports (the plan round) 2.1 s, the scan 0.8 s, shut-down 1.0 s; the
-fold pass took 7.4 s and the residual pass 11.7 s on the two workers, with the provenance
-hashes interleaved. An earlier run with the nannies' default MALLOC_TRIM_THRESHOLD_ (load 5)
-took 81 s; in isolation, that setting alone made a worker's residual pass 2x slower.
+What it last measured, dated, is in docs/performance.md (fit --dask on one machine).
 """
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ imports every module (start-up), then calls 2,000 of the functions and methods m
 Standard library and lawkit (the commands run as subprocesses); the review's fit needs the
 `fit` extra.
 
-Last measured (Python 3.11.7, Linux, 2 CPUs, a shared machine at load 3-4; best of 7): 400
-files, 7.8 MB, 21,560 units, 5,138 ran (2,000 in steps); record 5.7 s against a bare 0.48 s
-(11.9x); diff 334 ms (digest 99 ms); review 732 ms.
+What it last measured, dated, is in docs/performance.md (footprint record, diff and
+review on a generated engine).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""What `lawkit footprint record` costs the steps it records, on Python-Markdown (issues 21, 22).
+"""What `lawkit footprint record` costs the steps it records, on Python-Markdown.
 
 Run: .venv/bin/python bench/footprint_steps.py [--rounds 11]   (needs `pip install markdown`)
 
-The workload (DESIGN sections 11 and 12): Python-Markdown, a pure-Python engine nobody here
+The workload (docs/footprints.md): Python-Markdown, a pure-Python engine nobody here
 wrote, copied into a workspace whose digest hashes it; 30 conversions of a fixed 40 KB
 document, ``lawkit.footprint.phase("steps")`` after the first. Each round runs it bare, under
 `lawkit footprint record`, and bare again, interleaved; each run's fastest step is kept; the
@@ -15,19 +15,8 @@ parse, tree, serialize; re-armed at every enter and exit): each region's recorde
 unrecorded time (fastest of the run, median over rounds) against its length; target 1.05x for
 regions of 5 ms or more.
 
-Last measured (Python 3.12.1, sys.monitoring, Linux, 2 CPUs, an otherwise idle machine,
-2026-12-02, 11 rounds, with the recorder's per-thread contexts and SIGTERM watch): steps
-1.026x (A/A 1.003x); whole process 3.92 s against 3.67 s bare; with three regions per step,
-steps 1.011x, parse (20 ms) 1.018x, tree (66 ms) 1.010x, serialize (4.6 ms) 1.012x; again on
-the final recorder (its thread contexts from threading.enumerate()): steps 1.034x (A/A
-1.016x), with regions 1.023x, parse 1.027x, tree 1.028x, serialize 1.024x; and once more
-at the end of the day: steps 1.025x (A/A 0.999x), whole process 3.21 s against 2.84 s, with
-regions 1.033x, parse 1.030x, tree 1.038x, serialize 1.021x; twice more as the audit hook
-learned to read shell scripts (no step starts a process): steps 1.028x (A/A 1.001x), with
-regions 1.030x; and steps 1.025x (A/A 0.996x), whole process 3.36 s against
-2.91 s, with regions 1.035x, parse 1.037x, tree 1.038x, serialize 1.036x. An earlier
-run the same day, with a second audit hook since merged into the one hook, gave steps 1.019x
-and parse 1.055x. At load 6-10 the A/A was 0.96-1.38x: too noisy to judge.
+What it last measured, dated, is in docs/performance.md (footprint record on the steps
+it records).
 """
 
 from __future__ import annotations

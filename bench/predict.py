@@ -8,12 +8,12 @@ float64 columns, all inside the domain (the common case: no warning), as a DataF
 mapping of arrays, against the floor: `X @ coef` with X the (rows x terms) design built
 beforehand (its product column included), so only the product-sum is timed. Predict runs on one
 thread (a numpy pass per operation; see docs/python-api.md for why it stays there), the floor
-on as many BLAS threads as the machine gives it and, like for like, on one. Targets (issue 23):
+on as many BLAS threads as the machine gives it and, like for like, on one. Targets:
 `Law.predict` on a mapping of arrays within 1.5x of `X @ coef` on one BLAS thread, and with
 `on_domain="ignore"` within 1.5x of `X @ coef` on the default threads (or on one, when that ran
 faster: another process held a core). The DataFrame figure is shown beside them.
 
-One row (issue 17: a simulator prices every step): a decode law with a `where`, a step factor
+One row (a simulator prices every step): a decode law with a `where`, a step factor
 and two features, `host_s ~ 1 + batch_size + num_tokens + step(batch_size,60)`, on a row that
 also carries the `where` column, against a plain-Python evaluation of the same law with its
 term strings parsed once (a loop over the parsed factors, the `where` check, the domain check):

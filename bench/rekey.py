@@ -12,22 +12,10 @@ machine may be shared: round-robin keeps the comparison fair): `python -c pass` 
 any Python command) and `cat` of all the law files (the floor of reading them). Each rekey
 starts from the same stale files, restored between runs (not timed); check's cache lives in a
 temp folder ($LAWKIT_CACHE_DIR). Prints the median and best of N runs, the ratio to
-`python -c pass`, and the targets of issue 3 at 1,000 files: check under 1 s, rekey under 3 s.
+`python -c pass`, and the targets at 1,000 files: check under 1 s, rekey under 3 s.
 
-Measured (2 CPUs shared with other jobs, load 1.3-3.6; 2026-11-29), median / best of 5 runs
-(10,000 files: of 2), whole process, seconds:
-
-    files   check --no-cache   check (cache)   rekey         check after rekey
-    1,000   1.31 / 1.23        0.41 / 0.39     2.62 / 2.25   0.39 / 0.33
-    10,000  7.88 / 7.26        0.92 / 0.90     20.2 / 15.7   1.05 / 1.05
-
-`python -c pass` 0.05 s, `cat` of the files 0.03 s (10,000: 0.29 s). Here rekey finds the
-files in check's cache (the check before it filled it), as after a failed pre-commit check;
-with no cache it took 2.9-3.1 s at 1,000 files. Of rekey's time, 0.4-1.4 s is the fsyncs of
-the new files, which vary with the shared disk. Without the cache the check misses its target
-on this machine: parsing (PyYAML's C composer, lawkit's safe builder, pydantic) costs about
-0.9 ms of CPU a file, the two CPUs give about 1.4x, and Python with its imports takes 0.35 s
-before the first file.
+What it last measured, dated, is in docs/performance.md (check and rekey on 1,000 and
+10,000 law files).
 """
 
 from __future__ import annotations

@@ -20,12 +20,9 @@ once on P (`record_footprint`, the recorder of this checkout), and P's output ke
 Every tree judged `untouched` must give output byte-identical to P's: the bench exits 1
 naming any that does not. (Every release changes ``__version__`` in ``sqlparse/__init__.py``, a
 module body that runs at import, so no whole release can be `untouched`: the one-file trees are
-where `untouched` is said.) The figures go in docs/commands.md, `footprint diff`.
-
-Last measured (Python 3.11.7 with the coverage.py recorder, 75 s; Python 3.12.1 with the
-sys.monitoring recorder, 2026-12-02; alike; Linux, 2 CPUs): sqlparse 0.4.2 to 0.6.1, 10
-releases all `steps` (5 changed the output); 70 one-file trees, 60 of which run: 6
-`untouched`, all byte-identical; 17 `startup` (2 changed the output); 37 `steps` (4).
+where `untouched` is said.) What it last measured, dated, is in docs/performance.md
+(footprint verdicts on sqlparse's releases); docs/commands.md, `lawkit footprint`, says what
+the verdicts mean for a user.
 """
 
 from __future__ import annotations
