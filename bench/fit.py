@@ -13,33 +13,23 @@ Run: .venv/bin/python bench/fit.py [--rows N] [--stream-rows N] [--runs N] [--ke
      0 digits on NIST Filip).
    Peak RSS per process (os.wait4), and above the post-import baseline of the same imports,
    as a multiple of the raw numeric columns (rows x 6 x 8 bytes).
-   Targets (issue 4): lawkit <= 2x the bare script and <= 0.6x statsmodels in time; peak RSS
+   Targets: lawkit <= 2x the bare script and <= 0.6x statsmodels in time; peak RSS
    above baseline <= 3x the raw columns.
 2. Streamed: `--stream-rows` rows (default 40 million; 0 skips it) fitted by `lawkit fit`,
    which streams a capture set this large in chunks; peak RSS (target: under 1 GiB).
 
 The coefficients of the three are printed side by side as a sanity check.
 
-Measured (2 CPUs shared with other jobs, load 4-5; 2026-11-29), 5M rows: lawkit 4.25 s, peak
-760 MiB (490 MiB above its imports: 2.14x the raw columns); statsmodels 11.18 s, 2077 MiB;
-bare lstsq 2.79 s, 1294 MiB: lawkit / bare 1.52, lawkit / statsmodels 0.38. Streamed 40M rows
-(1.8 GiB of raw columns): 24.9 s, peak RSS 416 MiB.
-
 3. Memory (`--memory`, default 5M and 20M rows; `--memory-only` runs only this; `--methods`
    picks the methods): CSV captures (198 MB and 792 MB) fitted by every method as whole
    processes, each streamed; peak RSS at both sizes, their difference, the times, the passes
    each made (`fit --json`'s `passes`: the first parses the text, every later one reads the
-   spill), the time over ols' at the largest size, and the verdict against issue 13's targets
-   (the largest within 64 MiB of the smallest, and under 600 MiB) and issue 24's (huber and
-   robust within 2x of ols). Measured 2026-12-02 on an otherwise idle 2-CPU machine, wall /
-   CPU s at 5M and 20M, passes at 20M, peak RSS MiB at 5M / 20M: ols 3.3 / 4.0 and
-   11.5 / 14.1 (3; 216 / 234), nnls 2.9 / 3.7 and 11.3 / 13.8 (3; 215 / 239), huber
-   5.5 / 8.3 and 20.2 / 31.2 (34; 286 / 327: 1.75x ols' wall, ok), robust 5.5 / 7.9 and
-   18.4 / 27.7 (19; 284 / 289: 1.60x, ok): every pass after a law's first runs on both CPUs.
-   On one CPU (taskset -c 0) at 20M: ols 14.1 s, huber 33.0 s (2.3x), robust 31.8 s (2.3x).
-   Before the spill (every pass parsed the CSV): huber 96.5 / 345.7 s, robust 35.0 / 135.8 s
-   (wall, a shared machine). Wall times on a machine other jobs load run to three times the
-   CPU time.
+   spill), the time over ols' at the largest size, and the verdict against the targets (the
+   largest within 64 MiB of the smallest, and under 600 MiB; huber and robust within 2x of
+   ols).
+
+What it last measured, dated, is in docs/performance.md (fits in memory, streamed, and by
+every method).
 """
 
 from __future__ import annotations
@@ -229,9 +219,9 @@ def main() -> None:
 
 def memory(folder: Path, sizes: list[int], methods: list[str]) -> None:
     """Peak RSS, time and passes of whole-process `lawkit fit --method M` on CSV captures of
-    each size (issue 13: every method streams; the largest within 64 MiB of the smallest,
-    under 600 MiB; issue 24: huber and robust within 2x of ols in the same run, every pass
-    after the first read from the spill)."""
+    each size (every method streams; targets: the largest within 64 MiB of the smallest, under
+    600 MiB; huber and robust within 2x of ols in the same run, every pass after the first read
+    from the spill)."""
     peaks: dict[str, list[int]] = {}
     times: dict[str, list[float]] = {}
     passes: dict[str, list[int]] = {}
