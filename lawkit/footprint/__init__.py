@@ -30,10 +30,11 @@ recorder that runs in the process is told of every switch.
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 PHASES = ("startup", "steps", "shutdown")
 """The phases of a recording: the main process starts in the first. What runs only in
@@ -44,15 +45,79 @@ class RegionError(ValueError):
     """A region marker used out of place: exited without being entered, or not innermost."""
 
 
-class Recorder(Protocol):
-    """What a recorder running in this process is told (it may re-arm its events)."""
+ANY_REGION = "*"
+"""The region of a run in a phase with no region open on its thread."""
+Context = tuple[str, tuple[str, ...]]
+"""Where a run happened: a phase and the regions open on its thread, outermost first."""
+OWN_THREAD = "lawkit-"
+"""The name prefix of lawkit's own threads (the SIGTERM watch, a capture's flusher)."""
+ENGINE_FREE = "lawkit_runs_no_engine_code"
+"""A thread with this attribute true runs only lawkit's own code, never a hashed file: its
+context does not count."""
 
-    def switched_phase(self, name: str) -> None: ...
-    def switched_regions(self, regions: tuple[str, ...]) -> None: ...
+
+class Recorder(Protocol):
+    """Everything a recorder running in a measured process is told, and what it keeps.
+
+    ``sys.monitoring`` (`lawkit.footprint.sysmon`) on 3.12+, coverage.py
+    (`lawkit.footprint.cover`) on 3.11; the start-up hook (`lawkit.footprint.sitehook`) and
+    the markers of this module talk to it through this protocol only.
+    """
+
+    name: str
+    """``"sys.monitoring"`` or ``"coverage"``, as the footprint's ``recorder`` says."""
+    regions: set[str]
+    """The regions entered while recording, in any phase."""
+    turned_off: list[str]
+    """Calls that turned the measurement off, as messages name them (`record` refuses)."""
+
+    def start(self) -> None:
+        """Start measuring, counting what already runs in the current context."""
+
+    def switched_phase(self, name: str) -> None:
+        """The process entered phase ``name``."""
+
+    def switched_regions(self, regions: tuple[str, ...]) -> None:
+        """This thread's open regions are now ``regions``."""
+
+    def executing(self, code: object) -> None:
+        """Code is about to be executed (the ``exec`` audit event and its kin)."""
+
+    def thread_started(self, args: tuple[Any, ...]) -> None:
+        """A thread is being started from Python (its audit event's arguments)."""
+
+    def forked(self) -> None:
+        """In a forked child: start over in ``steps``, no region open."""
+
+    def save(self) -> None:
+        """The process is ending or being replaced: stop and keep what was measured."""
+
+    def resume(self) -> None:
+        """An exec failed after `save`: this image goes on, measured."""
+
+    def runs(self) -> list[list[Any]]:
+        """``[filename, qualname, firstlineno, phase, regions]`` for each code object and
+        context it ran in."""
+
+
+def hashed_files(roots: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a code object's file lies under one of the hashed packages' folders ``roots``
+    (real paths), remembered by file name."""
+    inside = tuple(os.path.join(r, "") for r in roots)
+    known: dict[str, bool] = {}
+
+    def hashed(filename: str) -> bool:
+        keep = known.get(filename)
+        if keep is None:
+            keep = known[filename] = (os.path.realpath(filename).startswith(inside)
+                                      if filename else False)
+        return keep
+
+    return hashed
 
 
 _recorder: Recorder | None = None
-"""Set by the recorder of `lawkit footprint record` when it runs in this process."""
+"""Set by the start-up hook of `lawkit footprint record` when it measures this process."""
 _phase = "startup"
 _local = threading.local()
 

@@ -1,4 +1,4 @@
-"""Every process, or none (DESIGN section 11): an audit hook in each measured process sees the
+"""Every process, or none: an audit hook in each measured process sees the
 commands it starts (``subprocess.Popen``, ``os.posix_spawn``, ``os.exec*``, ``os.spawn*``,
 ``os.system``) and notes each Python child; it passes code about to run on to the recorder
 (the ``exec`` event, and a code object a function gets later: ``function.__new__``, or
@@ -27,8 +27,10 @@ import shutil
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+from lawkit.footprint import Recorder
 
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*[tdm]?(\.exe)?")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
@@ -59,38 +61,40 @@ class ChildWatch:
     started it) the command this process started."""
 
     def __init__(self, env_needed: Mapping[str, str], site: str,
-                 executing: Callable[[object], None] | None = None,
-                 thread_started: Callable[[tuple[Any, ...]], None] | None = None) -> None:
+                 recorder: Recorder | None = None) -> None:
         self._needed = dict(env_needed)
-        self._executing = executing
-        self._thread_started = thread_started
+        self._recorder = recorder
         self._site = site
         self._own = os.path.realpath(sys.executable) if sys.executable else ""
         self._local = threading.local()
         self.children: list[dict[str, Any]] = []
 
     def install(self) -> None:
-        """Add the audit hook (it cannot be removed: it lasts as long as the process)."""
+        """Add the audit hook (it cannot be removed: it lasts as long as the process). It is
+        the recorder's too: each audit hook costs every audited event (``frame.f_code``
+        included), so a process has one."""
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event not in _EVENTS:
             return
-        if event in _THREAD_EVENTS:  # the recorder's too: one audit hook per process, as
-            if self._thread_started is not None:  # each hook costs every audited event
-                self._thread_started(args)
-            return
-        if event in _CODE_EVENTS:  # code that may run: the recorder's, not a child
-            if self._executing is not None:
-                if event != "object.__setattr__":  # exec, types.FunctionType(code, ...)
-                    self._executing(args[0])
-                elif args[1] == "__code__":  # fn.__code__ = code.replace(...)
-                    self._executing(args[2])
-            return
-        try:
-            self._saw(event, args)
-        except Exception:  # an audit hook must never break the engine
-            self.children.append({"command": [event], "problem": "lawkit could not read it"})
+        recorder = self._recorder
+        if event in _THREAD_EVENTS:
+            if recorder is not None:
+                recorder.thread_started(args)
+        elif event in _CODE_EVENTS:  # code that may run: the recorder's, not a child
+            if recorder is None:
+                pass
+            elif event != "object.__setattr__":  # exec, types.FunctionType(code, ...)
+                recorder.executing(args[0])
+            elif args[1] == "__code__":  # fn.__code__ = code.replace(...)
+                recorder.executing(args[2])
+        else:
+            try:
+                self._saw(event, args)
+            except Exception:  # an audit hook must never break the engine
+                self.children.append({"command": [event],
+                                      "problem": "lawkit could not read it"})
 
     def exec(self, path: Any, argv: Any, env: Mapping[Any, Any] | None) -> int:
         """Note the image an exec is about to start (before this one saves); how many

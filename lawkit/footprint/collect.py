@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lawkit.footprint import Context
 from lawkit.footprint.cover import parse_context
 from lawkit.footprint.errors import RecordRefused
 
@@ -30,8 +31,6 @@ WAIT_SECONDS = 10.0
 COMMAND = "the recorded command"
 """How messages name the command `record` runs, as the spawner of the processes it starts."""
 
-Context = tuple[str, tuple[str, ...]]
-"""A phase and the regions open (``()`` in ``steps``: none)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The footprint file (DESIGN sections 11 and 12): reading, validating and writing it.
+"""The footprint file: reading, validating and writing it.
 
     {"schema": "lawkit-footprint/2", "key": "atom", "digest": "<engine digest>",
      "command": [...], "processes": N, "recorder": "sys.monitoring"|"coverage",
@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lawkit.footprint import ANY_REGION as ANY_REGION  # the home of the constant
 from lawkit.footprint.errors import FootprintError
 
 SCHEMA = "lawkit-footprint/2"
 SCHEMAS = {"lawkit-footprint/1": 1, "lawkit-footprint/2": 2}
 """The schemas read, by their number."""
-ANY_REGION = "*"
-"""The region of a unit that ran in steps with no region open."""
 PHASES = ("startup", "steps")
 """The phases a unit can run in, in the order a footprint lists them."""
 
@@ -276,7 +275,7 @@ def _parse(doc: Any, where: str) -> Footprint:
 def _strings(doc: dict[str, Any], name: str, where: str, at: str = "", *,
              optional: bool = False) -> list[str]:
     """A list of strings; a missing optional one is empty (a schema-2 file without top-level
-    ``regions`` has no regions, DESIGN section 12)."""
+    ``regions`` has no regions)."""
     if optional and name not in doc:
         return []
     value: list[str] = _typed(doc, name, list, where, at)

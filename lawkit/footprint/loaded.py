@@ -1,4 +1,4 @@
-"""Code that runs but is not hashed (DESIGN section 11): the modules a measured process loaded
+"""Code that runs but is not hashed: the modules a measured process loaded
 from inside a hashed package's folder, and the engine's packages loaded from anywhere else.
 
 Each is reported as ``{"name", "path", "kind"}`` with kind ``source`` (a ``.py`` read by the

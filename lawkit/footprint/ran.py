@@ -1,7 +1,7 @@
 """Which units of a file ran, from what a recorder saw: code objects (sys.monitoring) or the
 arcs coverage.py measured (Python 3.11).
 
-Attribution (DESIGN section 11): a code object's run is a run of the innermost unit that holds
+Attribution: a code object's run is a run of the innermost unit that holds
 it. A function's own code object is that function; nested functions, lambdas, comprehensions
 and generator expressions belong to the unit that holds them; a class body's code object is the
 class shell; a module's is the module body. A code object is found by its ``co_qualname`` (the

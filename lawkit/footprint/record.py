@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lawkit.config import Workspace
-from lawkit.footprint import sitehook
+from lawkit.footprint import Context, sitehook
 from lawkit.footprint.audit import ChildWatch
-from lawkit.footprint.collect import Context, Measurement, collect
+from lawkit.footprint.collect import Measurement, collect
 from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
 from lawkit.footprint.errors import RecordRefused
 from lawkit.footprint.ran import phases_of_units, unit_of_code
@@ -48,8 +48,8 @@ _QUIET = ("module-not-imported", "module-not-measured", "no-data-collected",
 _CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG",
                 "COVERAGE_PROCESS_START")
 INFLATED = ("lawkit footprint record: Python {python} records with coverage.py, whose tracer "
-            "inflates step times (2.1-2.2x on Python-Markdown): take captures from a run on "
-            "Python 3.12+, which records with sys.monitoring")
+            "inflates step times (docs/performance.md says by how much): take captures from a "
+            "run on Python 3.12+, which records with sys.monitoring")
 
 
 @dataclass(frozen=True)

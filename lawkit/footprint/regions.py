@@ -1,12 +1,12 @@
-"""A verdict for each law, from the region of a step it prices (DESIGN section 12).
+"""A verdict for each law, from the region of a step it prices.
 
 A law's region is its ``target`` when the footprint has a region of that name (``"*"``, steps
 with no region open, is no law's region); otherwise it has none and takes the footprint's
-verdict (section 11). For a region:
+verdict. For a region:
 
 - ``steps`` if a changed or absent unit ran in that region or in ``"*"`` (a unit that ran in
   steps with no region open counts for every law), or if a new unit counts as ``steps`` by
-  section 11 (it could run anywhere: it counts for every region);
+  the footprint's rules (it could run anywhere: it counts for every region);
 - else ``startup`` if a changed or absent unit ran at start-up;
 - else ``untouched``.
 

@@ -33,29 +33,20 @@ is let through and noted: `record` refuses the process.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
+from lawkit.footprint import ENGINE_FREE, OWN_THREAD, Context, hashed_files, patch
+
 TOOL_ID = 4
 """The sys.monitoring tool id lawkit takes (0-2 and 5 are the debugger's, coverage's,
 profiler's and optimizer's)."""
 
-Context = tuple[str, tuple[str, ...]]
-"""A phase and the regions open on the thread (outermost first)."""
-
 _identity: Callable[[object], int] = object.__hash__
 """An object's identity as an int, unique among live objects, without ``id()``'s audit event."""
-
-OWN_THREAD = "lawkit-"
-"""The name prefix of lawkit's own threads (the SIGTERM watch, a capture's flusher): they run
-no engine code, so their context does not count."""
-ENGINE_FREE = "lawkit_runs_no_engine_code"
-"""A thread with this attribute set runs no engine code (as in `lawkit.footprint.cover`)."""
-
 
 class SysMonRecorder:
     """Which hashed code objects started or resumed in each context of this process."""
@@ -63,8 +54,7 @@ class SysMonRecorder:
     name = "sys.monitoring"
 
     def __init__(self, roots: tuple[str, ...], phase: str) -> None:
-        self._roots = tuple(os.path.join(r, "") for r in roots)
-        self._files: dict[str, bool] = {}
+        self._hashed = hashed_files(roots)
         self._phase = phase
         self._contexts: dict[int, Context] = {}
         self._default: Context = (phase, ())
@@ -98,7 +88,7 @@ class SysMonRecorder:
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_THROW, self._on_throw)
         mon.set_events(TOOL_ID, mon.events.PY_THROW)
-        self._guard()
+        patch.monitoring_guarded(TOOL_ID, self.turned_off.append)
         frames = sys._current_frames()
         own = {t.ident for t in threading.enumerate() if _own(t)}
         self._threaded = any(i not in own for i in frames if i != self._ident())
@@ -187,13 +177,6 @@ class SysMonRecorder:
         self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
                         if len(contexts) > 1 else ())
 
-    def _hashed(self, filename: str) -> bool:
-        keep = self._files.get(filename)
-        if keep is None:
-            keep = os.path.realpath(filename).startswith(self._roots) if filename else False
-            self._files[filename] = keep
-        return keep
-
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``: re-arm, count every thread's stack in it."""
         self._phase = name
@@ -228,6 +211,12 @@ class SysMonRecorder:
         self._restart()
         self._count_stacks([(self._ident(), sys._getframe(1))])
 
+    def save(self) -> None:
+        """Nothing to stop: `runs` reads what was seen."""
+
+    def resume(self) -> None:
+        """Nothing to start again: the events stayed set."""
+
     def _count_stacks(self, stacks: Any) -> None:
         for ident, frame in stacks:
             context = self._contexts.get(ident, self._default)
@@ -243,23 +232,6 @@ class SysMonRecorder:
         context it ran in."""
         return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
                 for (phase, regions), codes in self._ran.items() for c in codes.values()]
-
-    def _guard(self) -> None:
-        """Note any call that would turn this tool's events off, even if it restores them."""
-        for name in ("set_events", "set_local_events", "free_tool_id", "clear_tool_id",
-                     "register_callback"):
-            real = getattr(self._mon, name, None)
-            if real is not None:
-                setattr(self._mon, name, self._guarded(name, real))
-
-    def _guarded(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def guarded(tool_id: int, *args: Any) -> Any:
-            if tool_id == TOOL_ID:
-                self.turned_off.append(f"sys.monitoring.{name}({tool_id}, ...)")
-            return real(tool_id, *args)
-
-        return guarded
-
 
 def _own(thread: threading.Thread) -> bool:
     """A thread of lawkit's own, which runs no engine code."""

@@ -53,7 +53,7 @@ def rev_sources(config: DigestConfig, rev: str) -> SourceTree:
                  for pkg in src_digest.normalize_packages(config.packages)]
         entries = src_digest.ls_tree(top, rev, [] if b"" in paths else paths)
         # a submodule inside a package: its files at the recorded commit, from its own objects
-        # (DESIGN section 4), as `lawkit digest --rev` reads them
+        # (the digest's rules), as `lawkit digest --rev` reads them
         sources: dict[str, str | bytes] = {}
         entries = src_digest.with_submodules(top, rev, entries, sources)
         selected = src_digest.select_tree(entries, config.packages, config.include,

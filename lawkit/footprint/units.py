@@ -1,4 +1,4 @@
-"""Cut a Python source file into the units of DESIGN section 11, each with its own digest.
+"""Cut a Python source file into its units, each with its own digest.
 
 Units, in source order:
 
