@@ -2,6 +2,8 @@
 
     LawkitError
     ├── FootprintError   a footprint file is unreadable or malformed, or cannot be written
+    ├── LockFileError    a lock file (the target environment) is unreadable, malformed or of
+    │                    a kind lawkit does not read (file and line in the message)
     └── RefusalError
         └── RecordRefused   `footprint record` refused: a process left no data, the command
                             failed, nothing hashed ran... nothing was written
@@ -14,6 +16,10 @@ from lawkit.errors import LawkitError, RefusalError
 
 class FootprintError(LawkitError):
     """A footprint file is unreadable or malformed, or cannot be written."""
+
+
+class LockFileError(LawkitError):
+    """A lock file is unreadable, malformed or of a kind lawkit does not read."""
 
 
 class RecordRefused(RefusalError):
