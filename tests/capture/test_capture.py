@@ -284,34 +284,6 @@ def test_a_compressed_or_unknown_suffix_is_refused(tmp_path: Path, workspace: st
             capture.open(tmp_path / name, features=FEATURES)
 
 
-IMPORT_CHECK = """
-import sys
-from lawkit import capture
-with capture.open("run.csv", features=("n",), regions=("r",), digest="0badc0de") as cap:
-    cap.steps()
-    with cap.step(n=1), cap.region("r"):
-        pass
-cap = capture.open("run.parquet", features=("n",), regions=("r",), digest="0badc0de")
-cap.steps()
-with cap.step(n=1), cap.region("r"):
-    pass
-heavy = {"numpy", "pandas", "scipy", "pyarrow", "typer", "yaml", "pydantic"}
-print(sorted(heavy & {m.split(".")[0] for m in sys.modules}))
-cap.close()
-print(sorted(heavy & {m.split(".")[0] for m in sys.modules}))
-"""
-
-
-def test_lawkit_capture_imports_no_numpy_pandas_scipy_or_pyarrow_until_parquet_closes(
-        tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", IMPORT_CHECK], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    before, after = done.stdout.splitlines()
-    assert before == "[]"
-    assert "'pyarrow'" in after and "'pandas'" not in after and "'scipy'" not in after, after
-
-
 KILLED_WRITER = """
 import sys, time
 from lawkit import capture

@@ -204,37 +204,6 @@ def test_rekey_require_untouched_refuses_a_law_file_without_a_footprint(tmp_path
     assert result.returncode == 0 and "footprint verdict" not in result.stdout
 
 
-CHECK_IMPORTS = """
-import sys
-from lawkit.cli import app
-try:
-    app({args!r})
-except SystemExit as exc:
-    code = exc.code
-heavy = sorted(m for m in ("numpy", "pandas", "scipy", "pyarrow") if m in sys.modules)
-print("exit", code, "heavy", heavy, file=sys.stderr)
-"""
-
-
-def _imports(args: list[str], cwd: Path) -> str:
-    result = subprocess.run([sys.executable, "-c", CHECK_IMPORTS.format(args=args)], cwd=cwd,
-                            capture_output=True, text=True, check=False)
-    return result.stderr.strip().splitlines()[-1]
-
-
-def test_review_and_rekey_with_a_footprint_import_no_numpy_pandas_or_scipy(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD")
-    edit(repo / "atom/runner.py", "return x * factor", "return x * factor + 0")
-    assert _imports(["rekey", "--why", "w", "--require", "untouched"], repo) == \
-        "exit 2 heavy []"
-    assert _imports(["rekey", "--why", "w"], repo) == "exit 0 heavy []"
-    git(repo, "commit", "-qam", "steps")
-    for fmt in ("text", "json", "github", "markdown"):
-        assert _imports(["review", "--base", base, "--format", fmt], repo) == "exit 0 heavy []"
-    assert _imports(["review", "--base", base, "--require", "untouched"], repo) == \
-        "exit 1 heavy []"
-
-
 def test_fit_refuses_a_footprint_outside_the_repository(repo: Path) -> None:
     outside = repo.parent / "elsewhere.json"
     shutil.copy(repo / "fp.json", outside)

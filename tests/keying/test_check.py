@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -263,33 +261,6 @@ def test_map_in_workers_keeps_the_order_and_redoes_a_failed_chunk_here(
         return x * x
 
     assert map_in_workers(square_or_die, range(100)) == [x * x for x in range(100)]
-
-
-def test_check_imports_no_numpy_pandas_or_scipy_and_from_its_cache_no_pyyaml_or_pydantic(
-        tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom lawkit.cli import app\n"
-            "result = CliRunner().invoke(app, ['check'])\nassert result.exit_code == 0, "
-            "result.output\nprint(sorted(m for m in ('numpy', 'pandas', 'scipy', 'yaml', "
-            "'pydantic') if m in sys.modules))\n")
-    runs = []
-    for _ in range(2):  # the first run parses and fills the cache, the second reads it
-        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                              text=True, check=False)
-        assert done.returncode == 0, done.stderr
-        runs.append(done.stdout)
-    assert runs == ["['pydantic', 'yaml']\n", "[]\n"]
-
-
-def test_python_m_lawkit_check_and_the_installed_script_run(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
-    script = shutil.which("lawkit", path=str(Path(sys.executable).parent)) or "lawkit"
-    for command in ([sys.executable, "-m", "lawkit", "check"], [script, "check"]):
-        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
-                              check=False)
-        assert done.returncode == 1, done.stderr
-        assert done.stdout.splitlines()[-1].startswith('fix: lawkit rekey --why "..." if ')
-        assert done.stderr == ""
 
 
 def test_the_pre_commit_hook_runs_lawkit_check_once_per_commit() -> None:

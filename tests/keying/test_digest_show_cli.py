@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -109,28 +107,3 @@ def test_show_of_a_bad_file_exits_2_naming_file_and_line(tmp_path: Path) -> None
     assert result.stderr == ("lawkit: error: laws/x.yaml:6: host.key.atom: expected a quoted "
                              'string, got 1e10 (a float): write it as "1e10"\n')
 
-
-def test_digest_and_show_import_neither_numpy_pandas_nor_scipy(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
-    (tmp_path / "x.yaml").write_text(GOOD)
-    probe = (
-        "import sys\n"
-        "from typer.testing import CliRunner\n"
-        "from lawkit.cli import app\n"
-        "for args in (['digest', '--explain'], ['digest', '--rev', 'HEAD'], ['show', 'x.yaml']):\n"
-        "    assert CliRunner().invoke(app, args).exit_code == 0, args\n"
-        "heavy = {'numpy', 'pandas', 'scipy'} & set(sys.modules)\n"
-        "assert not heavy, heavy\n"
-    )
-    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, check=True)
-
-
-def test_python_dash_m_lawkit_and_the_installed_script_both_run(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
-    module = subprocess.run([sys.executable, "-m", "lawkit", "digest"], cwd=tmp_path,
-                            capture_output=True, text=True, check=False)
-    assert (module.returncode, module.stdout) == (0, "8927e824\n"), module.stderr
-    script = Path(sys.executable).parent / "lawkit"
-    installed = subprocess.run([str(script), "digest"], cwd=tmp_path, capture_output=True,
-                               text=True, check=False)
-    assert (installed.returncode, installed.stdout) == (0, "8927e824\n"), installed.stderr

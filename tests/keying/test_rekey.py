@@ -8,7 +8,6 @@ import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -504,14 +503,3 @@ def test_rekey_library_errors_are_lawkit_errors(tmp_path: Path) -> None:
     with pytest.raises(LawkitError, match="--from 'xyz'"):
         _rekey(tmp_path, from_="xyz")
 
-
-def test_rekey_does_not_import_numpy_pandas_or_scipy(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom lawkit.cli import app\n"
-            "result = CliRunner().invoke(app, ['rekey', '--why', 'w'])\n"
-            "assert result.exit_code == 0, result.output\n"
-            "print(sorted(m for m in ('numpy', 'pandas', 'scipy') if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "[]\n"

@@ -115,22 +115,6 @@ def test_the_compiled_form_warns_raises_or_masks_as_predict_does() -> None:
         law.compile()({"batch_size": 2.0})
 
 
-def test_scalar_prediction_with_a_where_and_a_step_imports_no_numpy() -> None:
-    import subprocess
-    import sys
-    code = ("import sys, warnings, lawkit\n"
-            "law = lawkit.Law(name='x', target='t', terms={'1': 1.0, 'step(a,2)': 2.0},"
-            " where={'phase': 'decode'}, domain={'a': [0.0, 9.0]})\n"
-            "assert law.predict({'a': 3, 'phase': 'decode'}) == 3.0\n"
-            "assert law.compile()({'a': 1, 'phase': 'decode'}) == 1.0\n"
-            "warnings.simplefilter('ignore')\n"
-            "assert law.predict({'a': 30, 'phase': 'prefill'}) == 3.0\n"
-            "print('numpy' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip() == "False"
-
-
 def _file(laws: str) -> bytes:
     return f"schema: lawkit/1\nhost:\n  key: {{atom: \"abcd1234\"}}\n  laws:\n{laws}".encode()
 

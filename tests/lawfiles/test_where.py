@@ -154,18 +154,6 @@ def test_the_parser_never_evaluates_python() -> None:
     assert calls == []
 
 
-def test_the_parser_imports_no_numpy() -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys; from lawkit.lawfiles.where import parse_where; "
-            "e = parse_where('a == 1 and b in [\"x\"]'); e.as_mapping(); e.columns(); "
-            "print('numpy' in sys.modules, 'pandas' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.split() == ["False", "False"]
-
-
 def test_law_mask_ands_the_where_mapping_and_the_filter() -> None:
     where = {"model": ["a", "c"], "tp": 4}
     got = law_mask(where, "x > 0", FRAME)

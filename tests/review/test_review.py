@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -344,20 +343,6 @@ def test_a_workspace_outside_any_repository_exits_2(tmp_path: Path) -> None:
 
 
 # -- cost: imports and git objects ---------------------------------------------------------------
-
-def test_review_imports_neither_numpy_pandas_nor_scipy(in_repo: Scenario) -> None:
-    code = ("import sys\n"
-            "from typer.testing import CliRunner\n"
-            "from lawkit.cli import app\n"
-            "r = CliRunner().invoke(app, ['review', '--base', 'main', '--merge-with', "
-            "'docs-only', '--format', 'markdown'])\n"
-            "assert r.exit_code == 0, r.output\n"
-            "heavy = {'numpy', 'pandas', 'scipy', 'matplotlib'} & set(sys.modules)\n"
-            "assert not heavy, heavy\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=in_repo.repo, capture_output=True,
-                          text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-
 
 @pytest.fixture
 def git_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
