@@ -22,7 +22,7 @@ digest.
 objects at a revision, without a checkout. Both halves build the model of ``src_digest._manifest``
 (the manifest, the errors and the work-tree walk), which lies below them and imports neither.
 
-May import: the standard library only (no third-party package, nothing of ``lawkit``).
+May import: the standard library only; never a third-party package, never ``lawkit``.
 
 Errors:
 

@@ -1,4 +1,8 @@
-"""The `lawkit` command line: one module per command, each a thin layer over the library."""
+"""The `lawkit` command line: one module per command, each a thin layer over the library.
+
+May import: anything of `lawkit` and typer, the one folder that imports typer; nothing imports
+it but `lawkit.__main__`.
+"""
 
 from __future__ import annotations
 
