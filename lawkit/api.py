@@ -134,21 +134,20 @@ def fit(
 ) -> FitReport:
     """`lawkit fit`: fit laws from captures into `out` (nothing written with `write=False`).
 
-    `formula` and `by` take one value or several (`by="model,tp"` as on the command line);
+    `formula` and `by` take one value or several (`by="model,tp"` as on the command line: an
+    empty column name or one named twice is a LawkitError, as `--by` is);
     `cv` is `--cv`: a column (leave one value out) or a number of folds;
     `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`).
     """
     from lawkit.fitting import fit as lib
+    from lawkit.fitting.request import build_request
 
+    request = build_request(
+        captures, out=out, formula=formula, by=by, where=where, method=method, holdout=holdout,
+        labels=labels, name=name, captured_on=captured_on, allow_negative=allow_negative,
+        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight, cv=cv,
+        footprint=footprint)
     ws = _workspace(workspace, config=config, engine=engine)
-    request = lib.FitRequest(
-        captures=_paths(captures), out=Path(out), formulas=_strings(formula),
-        by=[c.strip() for item in _strings(by) for c in item.split(",") if c.strip()],
-        where=where, method=method, holdout=holdout, labels=dict(labels or {}), name=name,
-        captured_on=captured_on, allow_negative=allow_negative,
-        allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
-        cv=None if cv is None else str(cv),
-        footprint=Path(footprint) if footprint is not None else None)
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 
 
@@ -199,10 +198,6 @@ def _path(value: str | Path | None) -> Path | None:
 
 def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:
     return [value] if isinstance(value, (str, Path)) else list(value)
-
-
-def _strings(value: str | Sequence[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
 
 
 def _is_path_list(value: Any) -> bool:

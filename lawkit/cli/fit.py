@@ -104,24 +104,16 @@ def fit(
 
     def body() -> int:
         from lawkit.config import load_workspace
-        from lawkit.errors import LawkitError
         from lawkit.fitting import fit as lib
+        from lawkit.fitting.request import build_request
 
-        labels = {}
-        for item in label or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise LawkitError(f"--label {item!r}: expected KEY=VALUE")
-            labels[key.strip()] = value
+        request = build_request(
+            captures, out=out, formula=formula or (), by=by, labels=label, where=where,
+            method=method, holdout=fraction(holdout, "--holdout"), name=name,
+            captured_on=captured_on, allow_negative=allow_negative,
+            allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
+            dask=dask, cv=cv, footprint=footprint)
         ws = load_workspace(config=config, engine=engine)
-        request = lib.FitRequest(
-            captures=captures, out=out, formulas=formula or (),
-            by=[c.strip() for c in by.split(",")] if by else (), where=where, method=method,
-            holdout=fraction(holdout, "--holdout"), labels=labels, name=name,
-            captured_on=captured_on,
-            allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
-            drop_invalid=drop_invalid, weight=weight, dask=dask, cv=cv,
-            footprint=footprint)
         if plot is not None:
             from lawkit.fitting.plot import check_plot_path
 

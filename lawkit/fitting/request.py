@@ -1,5 +1,5 @@
-"""What `lawkit fit` is asked to do: the request (the flags as values) and each law to fit (a
-`LawSpec`).
+"""What `lawkit fit` is asked to do: the request (the flags as values, built by
+`build_request` for the CLI and the Python API alike) and each law to fit (a `LawSpec`).
 
 A law to fit is a `LawSpec`: name, target, terms, the `where` mapping and `filter` expression
 that select its rows, the method and an optional weight column.
@@ -8,11 +8,12 @@ that select its rows, the method and an optional weight column.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lawkit.errors import FitError
 from lawkit.fitting.formula import Formula
 from lawkit.lawfiles.where import format_where, law_columns
 
@@ -100,4 +101,81 @@ class LawSpec:
         return format_where(self.where, self.filter)
 
 
-__all__ = ["CURRENT", "FitRequest", "LawSpec"]
+def build_request(
+    captures: str | Path | Sequence[str | Path],
+    *,
+    out: str | Path,
+    formula: str | Sequence[str] = (),
+    by: str | Sequence[str] | None = None,
+    labels: Mapping[str, str] | Sequence[str] | None = None,
+    holdout: float | None = None,
+    cv: str | int | None = None,
+    footprint: str | Path | None = None,
+    where: str | None = None,
+    method: str | None = None,
+    name: str | None = None,
+    captured_on: str | None = None,
+    allow_negative: bool = False,
+    allow_mixed_digests: bool = False,
+    drop_invalid: bool = False,
+    weight: str | None = None,
+    dask: str | None = None,
+) -> FitRequest:
+    """The FitRequest of `lawkit fit`'s arguments, as the CLI and `lawkit.fit` take them.
+
+    `formula` and `by` take one value or several, `by` as `COL[,COL]` (whitespace around a
+    name ignored); `labels` is a mapping or `KEY=VALUE` items (`--label`).
+    """
+    return FitRequest(
+        captures=[captures] if isinstance(captures, (str, Path)) else list(captures),
+        out=Path(out), formulas=[formula] if isinstance(formula, str) else list(formula),
+        by=by_columns(by), where=where, method=method, holdout=holdout,
+        labels=label_values(labels), name=name, captured_on=captured_on,
+        allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
+        drop_invalid=drop_invalid, weight=weight, dask=dask,
+        cv=None if cv is None else str(cv),
+        footprint=Path(footprint) if footprint is not None else None)
+
+
+def by_columns(by: str | Sequence[str] | None) -> list[str]:
+    """The `--by` columns, once each: "" (or nothing) groups by nothing; an empty name (`a,,b`,
+    `a,`) or a column named twice is an error, not a guess at what was meant."""
+    items = [by] if isinstance(by, str) else list(by or ())
+    if items == [""]:
+        return []
+    shown = ",".join(items)
+    columns: list[str] = []
+    for item in items:
+        for column in (c.strip() for c in item.split(",")):
+            if not column:
+                raise FitError(f"--by {shown!r}: an empty column name: expected COL[,COL], "
+                               "e.g. --by model,tp")
+            if column in columns:
+                raise FitError(f"--by {shown!r}: column {column!r} is named twice: name each "
+                               "column once")
+            columns.append(column)
+    return columns
+
+
+def label_values(labels: Mapping[str, str] | Sequence[str] | None) -> dict[str, str]:
+    """The file's labels from a mapping or `KEY=VALUE` items; a key is stripped and not empty."""
+    out: dict[str, str] = {}
+    for key, value, given in _label_items(labels or ()):
+        if not key.strip():
+            raise FitError(f"--label {given!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _label_items(labels: Mapping[str, str] | Sequence[str]) -> Iterator[tuple[str, str, str]]:
+    """(key, value, the item as given) of each label; an item without `=` has no key."""
+    if isinstance(labels, Mapping):
+        for key, value in labels.items():
+            yield key, value, f"{key}={value}"
+        return
+    for item in labels:
+        key, sep, value = item.partition("=")
+        yield key if sep else "", value, item
+
+
+__all__ = ["CURRENT", "FitRequest", "LawSpec", "build_request", "by_columns", "label_values"]
