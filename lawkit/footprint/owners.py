@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,7 +79,10 @@ class Owners:
         paths = sysconfig.get_paths()
         self._site = tuple(_as_dir(os.path.realpath(paths[k])) for k in ("purelib", "platlib"))
         self._site += tuple(_as_dir(f) for f in self._folders if self._metas_of(f))
-        self._stdlib = tuple(_as_dir(os.path.realpath(paths[k]))
+        # a venv's sysconfig puts platstdlib under the venv: the base Python's is the one
+        base = sysconfig.get_paths(vars={"base": sys.base_prefix,
+                                         "platbase": sys.base_exec_prefix})
+        self._stdlib = tuple(_as_dir(os.path.realpath(base[k]))
                              for k in ("stdlib", "platstdlib"))
         self._own = _lawkit_folders()
 
