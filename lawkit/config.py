@@ -1,4 +1,4 @@
-"""Workspace discovery and the `[tool.lawkit]` config (DESIGN.md section 3)."""
+"""Workspace discovery and the `[tool.lawkit]` config (docs/adopting.md#config)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def digest_problem(value: object, length: int) -> str | None:
     """Why `value` is not a digest lawkit may write for a key of `length` characters, or None:
     the one rule for every digest lawkit writes (`--captured-on`, `--to`, `--from`, a digest
     column or metadata of the captures), lowercase hex of exactly that length, as `lawkit
-    digest` prints it (issue 14 item 12)."""
+    digest` prints it."""
     if isinstance(value, str) and len(value) == length and _LOWER_HEX.match(value):
         return None
     return f"expected a digest of {length} lowercase hex characters, as lawkit digest prints it"
@@ -39,7 +39,7 @@ def require_digest(value: str, shown: str, length: int) -> str:
 @dataclass(frozen=True)
 class ConfigSource:
     """Where a workspace's settings came from: its config file, or the folders walked in vain
-    looking for one (then the defaults of DESIGN.md section 3 apply)."""
+    looking for one (then the documented defaults apply: docs/adopting.md#config)."""
 
     path: Path | None
     searched: tuple[Path, ...] = ()
@@ -48,7 +48,7 @@ class ConfigSource:
         """`text`, advice naming config keys as pyproject.toml spells them (`check
         [tool.lawkit.digest] root and packages`), as this config spells them; outside any
         workspace, instead, that no config was found, where lawkit looked and what to create,
-        since keys of a file that does not exist are no way on (issue 14 item 15)."""
+        since keys of a file that does not exist are no way on."""
         if self.path is None:
             looked = ", ".join(str(p) for p in self.searched)
             start = self.searched[0] if self.searched else Path.cwd()
