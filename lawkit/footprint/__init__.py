@@ -67,9 +67,12 @@ class Recorder(Protocol):
     name: str
     """``"sys.monitoring"`` or ``"coverage"``, as the footprint's ``recorder`` says."""
     regions: set[str]
-    """The regions entered while recording, in any phase."""
+    """The regions open in ``steps`` while recording."""
     turned_off: list[str]
     """Calls that turned the measurement off, as messages name them (`record` refuses)."""
+    steps_again: list[str]
+    """coverage.py contexts whose runs count as steps with no region open: the shutdowns the
+    process left for ``steps`` again (a recorder that keeps its own runs moves them itself)."""
 
     def start(self) -> None:
         """Start measuring, counting what already runs in the current context."""

@@ -125,7 +125,8 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
     _check_children(COMMAND, command)
     _check_children_checked_in(markers, command)
     if "coverage" in measurement.recorders:
-        _read_coverage(folder, measurement)
+        steps_again = {c for _, saved in markers for c in (saved or {}).get("steps_again", [])}
+        _read_coverage(folder, measurement, steps_again)
     return measurement
 
 
@@ -185,7 +186,7 @@ def _add_runs(saved: dict[str, Any], measurement: Measurement) -> None:
         by_code.setdefault((qualname, int(first)), set()).add((phase, tuple(regions)))
 
 
-def _read_coverage(folder: Path, measurement: Measurement) -> None:
+def _read_coverage(folder: Path, measurement: Measurement, steps_again: set[str]) -> None:
     from coverage import CoverageData
     from coverage.exceptions import CoverageException
 
@@ -193,18 +194,18 @@ def _read_coverage(folder: Path, measurement: Measurement) -> None:
         data = CoverageData(basename=str(path))
         try:
             data.read()
-            _add_arcs(data, measurement)
+            _add_arcs(data, measurement, steps_again)
         except (CoverageException, OSError) as exc:
             raise RecordRefused(f"a measured process left unreadable coverage data "
                                 f"({path.name}: {exc}): nothing written; record again") from None
 
 
-def _add_arcs(data: Any, measurement: Measurement) -> None:
+def _add_arcs(data: Any, measurement: Measurement, steps_again: set[str]) -> None:
     if not data.has_arcs() and data.measured_files():
         raise RecordRefused("coverage data without arcs: a process measured lines only "
                             "(another coverage config?): record again")
     for context in sorted(data.measured_contexts()):
-        parsed = parse_context(context)
+        parsed = parse_context(context, steps_again)
         data.set_query_contexts([f"^{re.escape(context)}$"])
         for filename in data.measured_files():
             arcs = data.arcs(filename) or []

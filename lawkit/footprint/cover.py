@@ -15,6 +15,7 @@ threading module turns the tracer off, and is noted: `record` refuses the proces
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -24,15 +25,21 @@ from lawkit.footprint import ANY_REGION, ENGINE_FREE, PHASES, Context, hashed_fi
 
 
 def context_name(phase: str, regions: set[str] | frozenset[str]) -> str:
-    """The coverage.py context of a phase and regions (the phase alone: no region open)."""
+    """The coverage.py context of a phase and regions (the phase alone: no region open). A
+    shutdown's phase is ``shutdown@ID``, unique in the recording, so that its runs can count as
+    steps if the process enters ``steps`` again (`Recorder.steps_again`)."""
     if regions <= {ANY_REGION}:
         return phase
     return f"{phase}|{','.join(sorted(regions))}"
 
 
-def parse_context(name: str) -> Context:
-    """A phase and regions from a context name; an unknown context counts as ``steps``."""
+def parse_context(name: str, steps_again: set[str] | frozenset[str] = frozenset()) -> Context:
+    """A phase and regions from a context name; an unknown context counts as ``steps``, and so
+    does a shutdown in ``steps_again``, with no region open."""
     phase, _, listed = name.partition("|")
+    if phase in steps_again:
+        return "steps", ()
+    phase = phase.partition("@")[0]
     if phase not in PHASES:
         return "steps", ()  # a wrong steps only costs a refit
     return phase, tuple(r for r in listed.split(",") if r)
@@ -53,6 +60,9 @@ class CoverageRecorder:
         self._ran: dict[Context, dict[int, CodeType]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
+        self.steps_again: list[str] = []
+        self._shutdown = ""
+        """The current shutdown's context phase (``shutdown@ID``)."""
 
     def start(self) -> None:
         """Set the first context, trace ``_thread`` threads, note any tracer turned off."""
@@ -62,7 +72,17 @@ class CoverageRecorder:
                             lambda: threading.get_ident() in self._profiled)
 
     def switched_phase(self, name: str) -> None:
-        """The process entered phase ``name``."""
+        """The process entered phase ``name``: back in ``steps`` after a shutdown, what ran in
+        that shutdown ran in steps, no region open."""
+        if name == "shutdown" and self._phase != "shutdown":
+            self._shutdown = f"shutdown@{secrets.token_hex(6)}"
+        elif name == "steps":
+            if self._phase == "shutdown":
+                self.steps_again.append(self._shutdown)
+                steps = self._ran.setdefault(("steps", ()), {})
+                for context in [c for c in self._ran if c[0] == "shutdown"]:
+                    steps.update(self._ran.pop(context))
+            self.regions.update(r for regions in self._regions.values() for r in regions)
         self._phase = name
         self._switch()
 
@@ -70,7 +90,8 @@ class CoverageRecorder:
         """This thread's open regions are now ``regions``."""
         ident = threading.get_ident()
         if regions:
-            self.regions.update(regions)
+            if self._phase == "steps":
+                self.regions.update(regions)
             self._regions[ident] = regions
         else:
             self._regions.pop(ident, None)
@@ -93,6 +114,7 @@ class CoverageRecorder:
         self._profiled = set()  # the forking thread alone goes on, and was not profiled
         self._ran = {}
         self.regions = set()
+        self.steps_again = []
         self._switch()
 
     def save(self) -> None:
@@ -116,7 +138,8 @@ class CoverageRecorder:
         if any(t.ident not in self._regions for t in threading.enumerate()
                if t.ident not in self._profiled and not getattr(t, ENGINE_FREE, False)):
             names.add(ANY_REGION)
-        self._cov.switch_context(context_name(self._phase, names))
+        phase = self._shutdown if self._phase == "shutdown" else self._phase
+        self._cov.switch_context(context_name(phase, names))
 
     def _traced(self, function: Callable[..., Any], tracer: Any) -> Callable[..., Any]:
         """``function`` run on a new thread under ``tracer`` and this recorder's profile hook,

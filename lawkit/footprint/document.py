@@ -5,11 +5,24 @@
      "python": "3.12.1", "regions": ["*", "sample_s", ...], "unhashed": [relpath...],
      "files": {"<relpath>": {"sha256": "...",
                              "units": {"<qualname>": {"digest": "...", "phases": [...],
-                                                      "regions": [...]}}}}}
+                                                      "regions": [...],
+                                                      "startup_regions": [...]}}}}}
 
 JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
-hashed file is listed, with the phases in which it ran (empty when it did not run) and the
-regions of the steps it ran in (``"*"``: in steps with no region open). A schema-1 file (no
+hashed file is listed, with the phases in which it ran (empty when it did not run), the regions
+of the steps it ran in (``"*"``: in steps with no region open) and the regions it ran in at
+start-up (``startup_regions``: a warm-up through the step code; ``"*"`` with no region open).
+The top-level ``regions`` are those seen in steps.
+
+Shutdown: ``phases`` holds only the phases a run counts in, ``startup`` and ``steps``. A unit
+that ran after the steps ended (``phase("shutdown")``, or the last capture closed) and nowhere
+else has no phase, and ``"shutdown": true``: it counts as not run. A shutdown the process left
+for ``steps`` again was recorded as steps with no region open (``"*"``), so it is not marked.
+A reader that does not know ``shutdown`` reads such a unit as not run, which is what it is.
+
+A footprint without ``startup_regions`` (written before they were recorded) is read as every
+start-up run having had no region open: ``startup_regions`` is ``["*"]`` for a unit that ran at
+start-up. A schema-1 file (no
 ``recorder``, ``python``, ``regions``, ``unhashed``; units without ``regions``) is still read:
 its ``schema`` is 1, and its unit digests are schema 1's (``units.units_of(..., schema=1)``).
 """
@@ -36,7 +49,8 @@ SCHEMA = "lawkit-footprint/2"
 SCHEMAS = {"lawkit-footprint/1": 1, "lawkit-footprint/2": 2}
 """The schemas read, by their number."""
 PHASES = ("startup", "steps")
-"""The phases a unit can run in, in the order a footprint lists them."""
+"""The phases a unit's runs count in, in the order a footprint lists them (a run in shutdown
+counts in none: ``UnitRecord.shutdown``)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,11 @@ class UnitRecord:
     digest: str
     phases: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()
+    """The regions it ran in, in steps (``"*"``: no region open)."""
+    startup_regions: tuple[str, ...] = ()
+    """The regions it ran in at start-up (``"*"``: no region open)."""
+    shutdown: bool = False
+    """It ran in a shutdown, and in no phase that counts."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +107,7 @@ class Footprint:
             "unhashed": list(self.unhashed),
             "files": {
                 path: {"sha256": f.sha256,
-                       "units": {name: {"digest": u.digest, "phases": list(u.phases),
-                                        "regions": list(u.regions)}
-                                 for name, u in f.units.items()}}
+                       "units": {name: _unit_json(u) for name, u in f.units.items()}}
                 for path, f in self.files.items()
             },
         }
@@ -98,6 +115,15 @@ class Footprint:
     def ran_units(self) -> int:
         """How many units ran in any phase."""
         return sum(1 for f in self.files.values() for u in f.units.values() if u.phases)
+
+
+def _unit_json(u: UnitRecord) -> dict[str, Any]:
+    doc: dict[str, Any] = {"digest": u.digest, "phases": list(u.phases),
+                           "regions": list(u.regions),
+                           "startup_regions": list(u.startup_regions)}
+    if u.shutdown:
+        doc["shutdown"] = True
+    return doc
 
 
 def sort_phases(phases: set[str] | frozenset[str]) -> tuple[str, ...]:
@@ -257,8 +283,17 @@ def _parse(doc: Any, where: str) -> Footprint:
                 raise FootprintError(f"{uat}.phases: expected some of {list(PHASES)}, got "
                                      f"{phases!r}", path=where)
             regions = _strings(unit, "regions", where, uat) if schema >= 2 else ()
+            if "startup_regions" in unit:
+                startup = _strings(unit, "startup_regions", where, uat)
+            else:  # recorded before start-up runs had regions: each had none open
+                startup = [ANY_REGION] if "startup" in phases else []
+            shutdown = unit.get("shutdown", False)
+            if not isinstance(shutdown, bool):
+                raise FootprintError(f"{uat}.shutdown: expected true or false, got "
+                                     f"{shutdown!r}", path=where)
             records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
-                                       sort_phases(set(phases)), tuple(sorted(set(regions))))
+                                       sort_phases(set(phases)), tuple(sorted(set(regions))),
+                                       tuple(sorted(set(startup))), shutdown)
         parsed[relpath] = FileRecord(sha, records)
     if schema == 1:
         return Footprint(key, digest, tuple(command), processes, parsed, recorder="coverage",

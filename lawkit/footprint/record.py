@@ -165,11 +165,12 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
         records = {}
         for u in units:
             ran = contexts[u.qualname]
-            regions = {r for phase, names in ran if phase == "steps" for r in names or
-                       (ANY_REGION,)}
-            seen |= regions
-            records[u.qualname] = UnitRecord(u.digest, sort_phases({p for p, _ in ran}),
-                                             tuple(sorted(regions)))
+            regions = _regions_in(ran, "steps")
+            seen |= set(regions)
+            phases = sort_phases({p for p, _ in ran})
+            records[u.qualname] = UnitRecord(
+                u.digest, phases, regions, _regions_in(ran, "startup"),
+                shutdown=not phases and any(p == "shutdown" for p, _ in ran))
         files[rel] = FileRecord(tree.sha256(rel), records)
     if not any(u.phases for f in files.values() for u in f.units.values()):
         raise RecordRefused(f"no hashed engine file ran under {ws.rel(root)}: is the command "
@@ -179,6 +180,11 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                      recorder=recorder, python=platform.python_version(),
                      regions=tuple(sorted(seen | measurement.regions)),
                      unhashed=tuple(sorted(unhashed)))
+
+
+def _regions_in(ran: set[Context], phase: str) -> tuple[str, ...]:
+    """The regions a unit ran in during ``phase`` (``"*"``: no region open)."""
+    return tuple(sorted({r for p, names in ran if p == phase for r in names or (ANY_REGION,)}))
 
 
 def _phases_of_units(units: Sequence[Unit], measurement: Measurement,

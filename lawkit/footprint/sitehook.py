@@ -179,7 +179,7 @@ def _save() -> None:
         _write_json(_marker + ".done", {
             "recorder": _recorder.name, "runs": _recorder.runs(),
             "children": _children.children, "turned_off": _recorder.turned_off,
-            "regions": sorted(_recorder.regions),
+            "regions": sorted(_recorder.regions), "steps_again": _recorder.steps_again,
             "modules": _loaded_modules(_roots(), names)})
     except Exception as exc:  # never mask the process's own exit
         sys.stderr.write(f"lawkit footprint: cannot save what this process ran: {exc}\n")

@@ -22,7 +22,9 @@ stacks for a phase, the switching thread's for a region): a frame already runnin
 like a loop that calls ``phase("steps")``, runs on in the new context. Events cover every
 thread, including threads started from C (but such a thread, not started from Python and with
 no Python frame at a switch, is not known to be live: a code object it runs may have been
-disabled by another thread's run in another context). Phases are process-wide, regions per thread.
+disabled by another thread's run in another context). Phases are process-wide, regions per thread;
+a region opened at start-up (a warm-up) attributes runs as one opened in steps does. Back in
+``steps`` after a shutdown, the runs of that shutdown move to ``steps`` with no region open.
 
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
 happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
@@ -64,6 +66,7 @@ class SysMonRecorder:
         a code object's own hash reads its bytecode, constants and names every time)."""
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
+        self.steps_again: list[str] = []  # the runs of a shutdown left are moved in `_ran`
         mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
         self._mon = mon
         self._restart: Callable[[], None] = mon.restart_events
@@ -178,7 +181,15 @@ class SysMonRecorder:
                         if len(contexts) > 1 else ())
 
     def switched_phase(self, name: str) -> None:
-        """The process entered phase ``name``: re-arm, count every thread's stack in it."""
+        """The process entered phase ``name``: re-arm, count every thread's stack in it. Back
+        in ``steps`` after a shutdown, what ran in that shutdown ran in steps, no region
+        open."""
+        if name == "steps":
+            if self._phase == "shutdown":
+                steps = self._ran.setdefault(("steps", ()), {})
+                for context in [c for c in self._ran if c[0] == "shutdown"]:
+                    steps.update(self._ran.pop(context))
+            self.regions.update(r for _, regions in self._contexts.values() for r in regions)
         self._phase = name
         self._default = (name, ())
         self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
@@ -191,7 +202,8 @@ class SysMonRecorder:
         """This thread's open regions are now ``regions``: re-arm, count its stack there."""
         ident = self._ident()
         if regions:
-            self.regions.update(regions)
+            if self._phase == "steps":
+                self.regions.update(regions)
             self._contexts[ident] = (self._phase, regions)
         else:
             self._contexts.pop(ident, None)
