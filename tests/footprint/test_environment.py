@@ -136,8 +136,10 @@ def test_lawkit_itself_is_left_out_even_from_its_editable_root(venvs: Venvs) -> 
     """lawkit's packages are no distribution and not unpackaged; its editable install's root
     (the repository) does not swallow a file beside them."""
     beside = ROOT / "testing" / "wheels.py"
+    script = Path(sys.prefix) / "bin" / "lawkit"  # in lawkit's RECORD, outside its packages
+    assert script.exists()
     found = distributions_of([lawkit.__file__, str(ROOT / "src_digest" / "__init__.py"),
-                              str(beside)])
+                              str(beside), str(script)])
     assert "lawkit" not in found.distributions
     assert found.owners == {}
     assert found.unpackaged == (str(beside.resolve()),)
