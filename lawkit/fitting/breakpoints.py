@@ -1,5 +1,5 @@
-"""`K = auto`: the breakpoint search of `step(COL,auto)` and `hinge(COL,auto)` (DESIGN.md
-section 8).
+"""`K = auto`: the breakpoint search of `step(COL,auto)` and `hinge(COL,auto)`
+(docs/fitting.md).
 
 K is chosen among the midpoints between consecutive distinct values of COL in the law's fitted
 rows, keeping at least two distinct values on each side, to minimise the method's own

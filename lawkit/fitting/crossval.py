@@ -1,5 +1,5 @@
 """`lawkit fit --cv COL | K`: every law refitted on each fold's training rows and scored on
-its held-out rows (DESIGN.md section 8: `fit.cv`).
+its held-out rows (`fit.cv`; docs/fitting.md).
 
 `--cv COL` leaves one value of COL out at a time (every batch size in turn), per law over the
 values among its own rows; `--cv K` makes K folds: whole capture files when there are several

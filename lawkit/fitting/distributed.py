@@ -1,9 +1,9 @@
 """`lawkit fit --dask`: every pass of a fit as a map and a tree reduce on a Dask cluster.
 
-DESIGN.md section 10: a fit is a fold of chunks into small mergeable states, so it runs on an
-existing engine as a reduction; this module is that adapter, not a second fitting code. It
-does not schedule anything itself: tasks go to `distributed.Client.submit`, partial results
-merge in a tree of tasks (up to 8 results a merge), and Dask moves, retries and frees them.
+A fit is a fold of chunks into small mergeable states (docs/fitting.md), so it runs on an
+existing engine as a reduction; this module is that adapter, not a second fitting code. It does
+not schedule anything itself: tasks go to `distributed.Client.submit`, partial results merge in
+a tree of tasks (up to 8 results a merge), and Dask moves, retries and frees them.
 
 Tasks. Each capture file is one task; a Parquet file of more than `ROWS_PER_TASK` rows in
 several row groups is one task per run of row groups of about that many rows (`Part`). CSV,
@@ -136,7 +136,7 @@ def connect(address: str) -> Iterator[Any]:
             # Bound to loopback with a free dashboard port: no network, no port clash. The
             # nannies' default MALLOC_TRIM_THRESHOLD_ also fixes glibc's mmap threshold at
             # 128 KiB, so that every block temporary of the residual pass is mmapped and
-            # faulted in afresh: the pass ran twice as slow as in a plain process (measured).
+            # faulted in afresh, which slows the pass well below a plain process's pace.
             # A nanny sets the workers' variables (OMP_NUM_THREADS=1, ...) in the environment
             # of the process that starts them, this one: put it back on the way out (and the
             # __DASK_PARENT_PID a nanny's start sets there, for its children's process titles).

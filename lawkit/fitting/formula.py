@@ -2,7 +2,7 @@
 
 The right-hand side is a sum of terms, each the intercept `1`, a factor, or a product of factors
 joined by `:`; a factor is a column, `step(COL,K)` or `hinge(COL,K)` (the grammar of
-`lawkit.lawfiles.terms`, DESIGN.md section 5: what a law's `terms` hold, so that a simulator
+`lawkit.lawfiles.terms`, docs/law-files.md: what a law's `terms` hold, so that a simulator
 evaluates a law with nothing but the law file). K is a number, written loosely if need be
 (`step(batch_size, 60.0)` is stored as `step(batch_size,60)`), or `auto`: a placeholder that a
 breakpoint search must resolve (`Formula.auto_factors`, `Formula.with_knots`) before a design

@@ -1,6 +1,6 @@
 """Writing fitted laws: a new law file, or text edits of an existing one.
 
-An existing file is edited, never re-dumped (as `rekey` does, DESIGN.md section 6): each law
+An existing file is edited, never re-dumped (as `rekey` does; docs/law-files.md): each law
 fitted again replaces the lines of its own list item (found by the parser's node positions),
 new laws go after the last item at the same indentation, the key's quoted scalar takes the new
 digest, `--label` rewrites the `labels` flow mapping (or adds one after `schema`), and one

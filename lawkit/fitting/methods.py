@@ -6,7 +6,7 @@ answers a request by folding every chunk ``(x, y, w)`` of the law's rows into a 
 `answer` and combining the replies of disjoint rows with `merge`; the local runner
 (`lawkit.fitting.runner`) does it over chunks in this process, the Dask runner
 (`lawkit.fitting.distributed`) over the partitions of a cluster. A reply is a small,
-serialisable value (DESIGN.md section 10): an R factor, sums, histograms, a bounded sample.
+serialisable value (docs/fitting.md): an R factor, sums, histograms, a bounded sample.
 
 Requests:
 
@@ -35,7 +35,7 @@ Methods (`METHODS`, the one registry):
   subject to b >= 0 is the rows' problem up to a constant), then the free coefficients refitted
   by one more fold and refined.
 
-Statistics (DESIGN.md section 8): ``n``, ``r2``, ``rmse``, ``mape`` and ``resid_sd`` describe the
+Statistics (docs/fitting.md): ``n``, ``r2``, ``rmse``, ``mape`` and ``resid_sd`` describe the
 law as it predicts: unweighted over every fitted row (a final `Stats` pass when the fit was
 weighted, by the user or by the method), so `fit` prints what `score` prints on the same rows.
 Huber and robust add ``scale`` (their own robust scale) and ``downweighted`` (rows of final
@@ -62,13 +62,13 @@ start of ``robust``; its reweighting passes use every row."""
 _DIGIT = 12  # bits of |r| a selection pass resolves: histograms of 4096 counts
 # The first pass resolves more: sign, exponent and 8 bits of mantissa (2^20 counts, 8 MiB),
 # after which the median's bucket (values within 0.4% of it) is few enough to gather at
-# tens of millions of rows: two passes per median where 12 bits took three (issue 24).
+# tens of millions of rows: two passes per median where 12 bits took three.
 _FIRST_DIGIT = 20
 _GATHER = 1 << 16  # candidates for the median few enough to send as values
 # The first pass of a huber step after the first gathers the values in the first-digit buckets
 # around the previous step's median (as many as the last counts put there, up to this) and
 # counts the values below them: when a middle rank falls among them the median is exact after
-# one pass with no histogram (issue 24), else radix selection follows.
+# one pass with no histogram, else radix selection follows.
 _NEAR = 1 << 19
 _MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
 

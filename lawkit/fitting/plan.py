@@ -3,8 +3,8 @@ the existing file), the columns they read, and, once the scan has found the `--b
 one law per group.
 
 With `--formula`, each formula gives one spec, or one per group of `--by` values (named
-`target[v1,v2]`, each group's values added to `where` as typed in the captures: DESIGN.md
-section 5); with none, every law of the existing `--out` file is refitted from its own
+`target[v1,v2]`, each group's values added to `where` as typed in the captures:
+docs/law-files.md); with none, every law of the existing `--out` file is refitted from its own
 target, terms, where and filter.
 """
 
@@ -136,7 +136,7 @@ def _refit_spec(law: lawfile.Law, request: FitRequest) -> LawSpec:
 
 def split_bounds(expr: Expr | None, features: Sequence[str]) -> tuple[Expr | None, str | None]:
     """A `--where` as (the selection, the bounds): the conditions of its top-level conjunction
-    that read only the law's feature columns bound its domain (DESIGN.md section 8); the
+    that read only the law's feature columns bound its domain (docs/fitting.md); the
     others select its rows."""
     if expr is None:
         return None, None

@@ -55,7 +55,7 @@ class FitRequest:
     terminal)."""
     footprint: Path | None = None
     """A footprint of the capture runs (`lawkit footprint record`): refused unless recorded on
-    the captures' digest, and named with its sha256 in the `fit` entry (DESIGN section 11)."""
+    the captures' digest, and named with its sha256 in the `fit` entry (docs/footprints.md)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class LawSpec:
     weight: str | None = None
     bounds: str | None = None
     """Conditions of `--where` on the law's own feature columns: they bound the rows fitted
-    (its domain), not the rows it applies to (DESIGN.md section 8: `fit.bounds`)."""
+    (its domain), not the rows it applies to (`fit.bounds`; docs/fitting.md)."""
 
     @property
     def fitted_filter(self) -> str | None:

@@ -1,7 +1,7 @@
 """Which rows of a chunk a law fits: its selection, the rows held out (`Split`), validation,
 and its design matrix over those rows.
 
-Rows and validation (DESIGN.md section 7): the selection columns (`where`, `filter`, `--by`
+Rows and validation (docs/captures.md): the selection columns (`where`, `filter`, `--by`
 and the digest column) are checked on every row; the fitted columns (target, features,
 weight) on the rows each law selects. A bad value is a CaptureError naming file, column and
 row, unless `drop_invalid`, which drops the row from the laws that read that column and counts

@@ -5,8 +5,8 @@ given): n, the mean, median and 90th-percentile absolute percentage error (MAPE,
 signed percentage error (bias: positive when the law over-predicts), R^2, the RMSE in the
 target's unit, and the share of rows outside the law's domain. Percentages are fractions here
 (0.031 is 3.1%), as `--max-mape` is. A law with no matching rows is "not scored" and fails
-nothing by itself; no law matching any row is an error (DESIGN.md section 6). A row whose target
-cell is empty (a region the step did not enter, DESIGN.md section 12) is left out of that law
+nothing by itself; no law matching any row is an error. A row whose target cell is empty (a
+region the step did not enter, docs/captures.md) is left out of that law
 and counted (`unmeasured`).
 
 A law whose rows all measure 0 has no percentage error at all. Under `--max-mape` it fails

@@ -6,7 +6,7 @@ QR), so memory is O(p²) whatever the row count, and partial fits from separate 
 merge with one more small QR. The QR solution is then polished by iterative refinement on the
 corrected seminormal equations ``R'R d = X'r`` with the residual ``r = y - X b`` and ``X'r``
 computed in double-double arithmetic (error-free products and sums), which reaches the float64
-attainable accuracy on all eleven NIST StRD linear datasets (DESIGN.md section 8).
+attainable accuracy on all eleven NIST StRD linear datasets (docs/fitting.md).
 
 Pass structure, in memory or streamed (each pass can run as a fold over chunks and merge):
 
@@ -281,7 +281,7 @@ def one_blas_thread() -> Iterator[None]:
     """Run BLAS single-threaded inside the block (re-entrant, from any thread), then restore.
 
     The blocks are skinny (16384 x p): a threaded BLAS gains nothing on them and, on a busy
-    machine, OpenBLAS's spinning threads made the fold ten times slower (measured).
+    machine, OpenBLAS's spinning threads slow the fold down many times over.
     Parallelism comes from splitting rows across Python threads instead. threadpoolctl limits
     the process, so the outermost block sets the limit and the last to leave restores it.
     """
@@ -605,7 +605,7 @@ def _scaled_factor(state: PartialFit) -> tuple[Array, Array, Array]:
     p = len(state.terms)
     r = state.r[:p, :p]
     # Each column's norm taken on the column over its largest magnitude: squares of values
-    # near 1e-200 underflow to 0, and such a column is not zero (issue 23).
+    # near 1e-200 underflow to 0, and such a column is not zero.
     peaks = np.max(np.abs(r), axis=0)
     norms = peaks * np.linalg.norm(r / np.where(peaks > 0, peaks, 1.0), axis=0)
     s = np.where(norms > 0, np.exp2(np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)

@@ -22,8 +22,8 @@ IN_MEMORY_BYTES = 64 << 20
 """The budget of parsed columns a fit may hold in memory: above this estimated size of the
 columns read (8 bytes a value; a text file's size as the estimate for its values), captures
 stream (environment variable LAWKIT_IN_MEMORY_BYTES overrides it; 0 always streams). Reading
-in memory peaks at about 4x the columns (parsing, the cached chunks, each law's design), so
-64 MiB keeps the peak of either path near 300 MiB (bench/fit.py)."""
+in memory holds the columns several times over (parsing, the cached chunks, each law's design),
+so the budget keeps the peak of either path alike (bench/fit.py measures both)."""
 
 
 

@@ -1,5 +1,5 @@
 """The spill: a streamed fit's capture columns, parsed once, in a binary file every later pass
-reads instead of the text (issue 24).
+reads instead of the text (docs/fitting.md).
 
 The first pass (the scan) parses the captures and appends each chunk to the spill: number
 columns as float64 (NaN where a value was not a number, as the chunk holds them), label and
@@ -59,7 +59,7 @@ BLOCK_ROWS = 1 << 18
 _CODES = np.dtype(np.int32)
 _EMPTY = "\x00empty:"
 """The prefix of a block's column holding another column's empty cells (a region the step did
-not enter, DESIGN.md section 7), stored only where a chunk has such cells."""
+not enter, docs/captures.md), stored only where a chunk has such cells."""
 _T = TypeVar("_T")
 _open: set[Path] = set()
 """This process's spill files, until removed."""

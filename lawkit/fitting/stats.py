@@ -10,7 +10,7 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     rmse          sqrt(SSR / n)
     resid_sd      sqrt(SSR / (n - p))
                   n, r2, rmse, mape and resid_sd are unweighted over every fitted row, for
-                  every method and with --weight (DESIGN.md section 8): what `score` prints
+                  every method and with --weight (docs/fitting.md): what `score` prints
                   on the same rows
     mape          mean |residual| / |target| over rows with target != 0
     cond          condition number of the column-scaled design
@@ -21,7 +21,7 @@ The `fit` mapping of a law (keys in this order; a key is left out where it has n
     downweighted  rows whose robust weight ended below 0.5 (huber, robust)
     weight        the weight column, with --weight
     dropped       rows dropped by --drop-invalid, and rows whose target cell is empty (a
-                  region the step did not enter, DESIGN.md section 7), when any
+                  region the step did not enter, docs/captures.md), when any
     holdout       {split: random, seed: S | split: files, files: [...]; fraction, n, r2, rmse,
                   mape}: the law scored on held-out rows (unweighted)
 
