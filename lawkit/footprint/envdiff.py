@@ -1,4 +1,4 @@
-"""What differs between a recorded environment and a target (DESIGN section 13).
+"""What differs between a recorded environment and a target (docs/footprints.md).
 
 Each distribution that ran is compared with the target's pin of it:
 

@@ -1,4 +1,4 @@
-"""What the environment is (DESIGN section 13): the Python build that runs and the installed
+"""What the environment is (docs/footprints.md): the Python build that runs and the installed
 distributions, each with its version, the sha256 of its RECORD and how it was installed.
 
 Read through ``importlib.metadata`` and the ``.dist-info`` folders of the search path (by

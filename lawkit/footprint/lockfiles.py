@@ -1,4 +1,4 @@
-"""A target environment from a lock file (DESIGN section 13), read with the standard library.
+"""A target environment from a lock file (docs/footprints.md), read with the standard library.
 
     pylock.toml, pylock.NAME.toml   PEP 751: [[packages]] name, version; lock-version 1.x
     uv.lock                         uv: [[package]] name, version

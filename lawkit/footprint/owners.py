@@ -1,4 +1,4 @@
-"""Which distribution a file belongs to (DESIGN section 13): each file whose code ran in a
+"""Which distribution a file belongs to (docs/footprints.md): each file whose code ran in a
 recording, or each shared object the process mapped, to an installed distribution, to the
 standard library (``python``), or to nothing (``unpackaged``).
 
