@@ -1,0 +1,234 @@
+"""What `lawkit footprint record` costs a threaded serving engine's short host regions.
+
+Run: .venv-3.12/bin/python bench/footprint_threads.py [--rounds 7] [--steps 150]
+     (needs `pip install markdown`; no GPU)
+
+The engine is Python-Markdown, copied into a temp workspace whose digest hashes it. A step runs
+four regions of real engine code, each a Markdown conversion of its own document with its own
+extensions, of about 0.1, 0.25, 1 and 4 ms on a 2024 server core: ``schedule_s`` (plain text),
+``update_s`` (tables), ``prepare_s`` (fenced code, tables, toc), ``forward_s`` (extra, toc).
+Two shapes:
+
+- ``threaded``: the step loop runs in a background thread (the engine's), fed by the main
+  thread through a queue; the main thread blocks on the result queue between submissions and
+  runs engine code itself every 10th step (a request's own conversion, no region open), as a
+  serving engine's API thread does;
+- ``single``: the same step loop on the main thread.
+
+Each run first warms up through the same step code (5 steps, regions entered at start-up),
+then calls ``lawkit.footprint.phase("steps")`` and runs the same steps (at least 150, the same
+documents every run), timing each region with ``time.perf_counter_ns``. Variants, one process
+each, interleaved in every round:
+
+- ``bare``: the harness with lawkit imported, not recording;
+- ``A/A``: bare again (the control: what the machine's noise alone gives);
+- ``floor``: a minimal recorder in the harness: ``sys.monitoring`` ``PY_START``/``PY_RESUME``
+  for every code object, each answered with ``DISABLE``, ``restart_events`` at every phase
+  switch and region enter and exit, no other rule;
+- ``lawkit``: the bare harness under ``lawkit footprint record``.
+
+Per region it prints the median over all steps of all rounds of the paired ratio variant/bare
+(step i of a round against step i of the same round's bare run), and each region's count of
+distinct code objects (one step, counted with a profile hook). Target: every region at most
+1.05x, threaded and not. Standard library and lawkit; what it last measured, dated, is in
+docs/performance.md (footprint record on a threaded engine's regions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REGIONS = ("schedule_s", "update_s", "prepare_s", "forward_s")
+VARIANTS = ("bare", "A/A", "floor", "lawkit")
+
+HARNESS = r'''
+import json, queue, sys, threading, time
+import lawkit.footprint as fp
+import markdown
+
+out, shape, variant, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+REGIONS = ("schedule_s", "update_s", "prepare_s", "forward_s")
+
+def document(seed, size):
+    """A deterministic Markdown document of about ``size`` bytes."""
+    parts, i = [], seed
+    while sum(map(len, parts)) < size:
+        i += 1
+        parts.append(f"## Section {i}\n\nSome *emphasis*, a [link](http://x.org/{i}) and "
+                     f"`code {i}`; **bold** text & more.\n\n- item {i}\n- item {i + 1}\n"
+                     f"  - nested {i}\n\n| a | b |\n|---|---|\n| {i} | {i * 2} |\n\n"
+                     f"```\nprint({i})\n```\n\n> quoted {i}\n\n")
+    return "".join(parts)[:size]
+
+WORK = {"schedule_s": (markdown.Markdown(), document(1, 120)),
+        "update_s": (markdown.Markdown(extensions=["tables"]), document(2, 260)),
+        "prepare_s": (markdown.Markdown(extensions=["fenced_code", "tables", "toc"]),
+                      document(3, 900)),
+        "forward_s": (markdown.Markdown(extensions=["extra", "toc"]), document(4, 3400))}
+REQUEST = (markdown.Markdown(), document(5, 300))
+
+if variant == "floor":  # the minimal recorder: re-arm at every switch, no other rule
+    mon = sys.monitoring
+    mon.use_tool_id(3, "floor")
+    seen = {}
+    def on_start(code, offset):
+        seen[code] = True
+        return mon.DISABLE
+    mon.register_callback(3, mon.events.PY_START, on_start)
+    mon.register_callback(3, mon.events.PY_RESUME, on_start)
+    mon.set_events(3, mon.events.PY_START | mon.events.PY_RESUME)
+    real_phase, real_enter, real_exit = fp.phase, fp.enter_region, fp.exit_region
+    def phase(name):
+        real_phase(name); mon.restart_events()
+    def enter_region(name):
+        real_enter(name); mon.restart_events()
+    def exit_region(name):
+        real_exit(name); mon.restart_events()
+    fp.phase, fp.enter_region, fp.exit_region = phase, enter_region, exit_region
+
+if variant == "count":
+    counted = {r: set() for r in REGIONS}
+    current = [None]
+    def profile(frame, event, arg):
+        if event == "call" and current[0] is not None:
+            counted[current[0]].add(frame.f_code)
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+
+times = {r: [] for r in REGIONS}
+
+def step(record):
+    for name in REGIONS:
+        md, text = WORK[name]
+        if variant == "count":
+            current[0] = name
+        fp.enter_region(name)
+        t0 = time.perf_counter_ns()
+        md.reset()
+        md.convert(text)
+        t1 = time.perf_counter_ns()
+        fp.exit_region(name)
+        if variant == "count":
+            current[0] = None
+        if record:
+            times[name].append(t1 - t0)
+
+def request():
+    md, text = REQUEST
+    md.reset()
+    return md.convert(text)
+
+WARMUP = 5
+if shape == "threaded":
+    jobs, done = queue.Queue(), queue.Queue()
+    def engine():
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            step(job)
+            done.put(job)
+    thread = threading.Thread(target=engine, name="engine")
+    thread.start()
+    for _ in range(WARMUP):
+        jobs.put(False); done.get()
+    fp.phase("steps")
+    for i in range(steps):
+        jobs.put(True)
+        if i % 10 == 0:
+            request()  # the API thread runs engine code itself, no region open
+        done.get()
+    jobs.put(None)
+    thread.join()
+else:
+    for _ in range(WARMUP):
+        step(False)
+    fp.phase("steps")
+    for i in range(steps):
+        step(True)
+        if i % 10 == 0:
+            request()
+fp.phase("shutdown")
+if variant == "count":
+    sys.setprofile(None)
+    times = {r: len(counted[r]) for r in REGIONS}
+with open(out, "w") as f:
+    json.dump(times, f)
+'''
+
+
+def _workspace(root: Path) -> Path:
+    import markdown
+
+    shutil.copytree(Path(markdown.__file__).parent, root / "markdown",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "lawkit.toml").write_text('[digest]\npackages = ["markdown"]\n')
+    (root / "harness.py").write_text(HARNESS)
+    return root
+
+
+def _run(root: Path, shape: str, variant: str, steps: int) -> dict[str, object]:
+    out = root / "times.json"
+    mode = {"A/A": "bare", "lawkit": "bare"}.get(variant, variant)
+    bare = [sys.executable, "harness.py", str(out), shape, mode, str(steps)]
+    argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--",
+             *bare] if variant == "lawkit" else bare)
+    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+    doc: dict[str, object] = json.loads(out.read_text())
+    return doc
+
+
+def measure(root: Path, shape: str, rounds: int, steps: int) -> dict[str, dict[str, float]]:
+    """Per variant and region, the median over steps and rounds of the paired ratio to bare;
+    and ``"bare ms"``: each region's median bare time."""
+    ratios: dict[str, dict[str, list[float]]] = {v: {r: [] for r in REGIONS} for v in VARIANTS}
+    bare_ms: dict[str, list[float]] = {r: [] for r in REGIONS}
+    for _ in range(rounds):
+        runs = {v: _run(root, shape, v, steps) for v in VARIANTS}
+        base: dict[str, list[int]] = runs["bare"]  # type: ignore[assignment]
+        for region in REGIONS:
+            bare_ms[region].extend(t / 1e6 for t in base[region])
+            for variant in VARIANTS[1:]:
+                times: dict[str, list[int]] = runs[variant]  # type: ignore[assignment]
+                ratios[variant][region].extend(
+                    t / b for t, b in zip(times[region], base[region], strict=True))
+    result = {v: {r: statistics.median(ratios[v][r]) for r in REGIONS} for v in VARIANTS[1:]}
+    result["bare ms"] = {r: statistics.median(bare_ms[r]) for r in REGIONS}
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--shapes", default="threaded,single")
+    args = parser.parse_args()
+    if sys.version_info < (3, 12):
+        print("skipped: the sys.monitoring recorder and the floor need Python 3.12+")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="lawkit-bench-threads-") as tmp:
+        root = _workspace(Path(tmp))
+        counts = _run(root, "single", "count", 1)
+        print(f"python {sys.version.split()[0]}, {args.rounds} rounds of "
+              f"{' / '.join(VARIANTS)} interleaved, {args.steps} steps each; per region the "
+              "median over steps of the paired ratio to bare")
+        for shape in args.shapes.split(","):
+            result = measure(root, shape, args.rounds, args.steps)
+            print(f"{shape}:")
+            print(f"  {'region':10} {'bare ms':>8} {'codes':>6} " +
+                  " ".join(f"{v:>7}" for v in VARIANTS[1:]))
+            for region in REGIONS:
+                print(f"  {region:10} {result['bare ms'][region]:8.3f} {counts[region]:6} " +
+                      " ".join(f"{result[v][region]:6.3f}x" for v in VARIANTS[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
