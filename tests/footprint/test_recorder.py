@@ -330,20 +330,21 @@ def test_a_non_python_child_is_not_asked_to_check_in(engine: Path) -> None:
     assert doc["processes"] == 1
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("runs", [1, pytest.param(20, marks=[pytest.mark.slow,
+                                                              pytest.mark.stress])])
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
-def test_pools_record_every_time(engine: Path, method: str) -> None:
+def test_pools_record_every_time(engine: Path, method: str, runs: int) -> None:
     script = ("import multiprocessing\nfrom atom.worker import work\n"
               "if __name__ == '__main__':\n"
               f"    with multiprocessing.get_context({method!r}).Pool(2) as pool:\n"
               "        assert pool.map(work, range(4)) == [0, 1, 4, 9]\n")
-    for _ in range(20):
+    for _ in range(runs):
         doc = _recorded(engine, script)
         assert _unit(doc, "atom/worker.py", "work")[0] == ["steps"]
 
 
-@pytest.mark.slow
-def test_the_tutorial_harness_records_every_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runs", [1, pytest.param(6, marks=pytest.mark.stress)])
+def test_the_tutorial_harness_records_every_time(tmp_path: Path, runs: int) -> None:
     # Its regions switch while its capture, its worker process and multiprocessing's threads
     # run: walking every thread's frames at each switch (sys._current_frames()) crashed
     # CPython 3.12.1 with SIGSEGV in about every other run ("deallocated BytesIO object has
@@ -351,7 +352,7 @@ def test_the_tutorial_harness_records_every_time(tmp_path: Path) -> None:
     shutil.copytree(REPO / "examples" / "engine", tmp_path / "engine")
     (tmp_path / "lawkit.toml").write_text('laws = "laws"\n\n[digest]\nroot = "engine"\n'
                                           'packages = ["atom"]\n')
-    for _ in range(6):
+    for _ in range(runs):
         shutil.rmtree(tmp_path / "captures", ignore_errors=True)
         result = lawkit("footprint", "record", "--out", "fp.json", "--", PY,
                         "engine/run_steps.py", cwd=tmp_path)

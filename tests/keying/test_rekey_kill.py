@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
@@ -131,6 +132,7 @@ def _run(folder: Folder, root: Path, points: list[tuple[str, float]]) -> tuple[i
     raise AssertionError("unreachable")
 
 
+@pytest.mark.stress
 def test_a_rekey_killed_at_many_points_leaves_every_file_old_or_new_and_a_rerun_finishes(
         tmp_path: Path) -> None:
     make_workspace(tmp_path, 0)
