@@ -1,8 +1,16 @@
-"""`map_in_workers`: a list comprehension shared with forked worker processes.
+"""`map_in_workers`: a list comprehension shared with forked worker processes; `usable_cpus`.
 
-Parsing dominates `check`, `rekey` and `review` on a large workspace (about a millisecond a law
-file, nearly all of it in PyYAML and pydantic, under the GIL), so a long list of files is split
-among processes forked from this one: no pickling of the work, no start-up cost but the fork.
+Parsing dominates `check`, `rekey` and `review` on a large workspace (nearly all of it in PyYAML
+and pydantic, under the GIL), so a long list of files is split among processes forked from this
+one: no pickling of the work, no start-up cost but the fork.
+
+Why not `concurrent.futures.ProcessPoolExecutor` with a fork context: measured against this
+pool on `lawkit check` of 1,000 law files, it was slower. The work here is a closure over the
+workspace, which the executor would pickle, so it has to be handed over through a module global
+instead; and what the executor adds around the same one fork per worker (importing
+`multiprocessing`, its manager thread, its queues and their locks) costs more than the fork
+itself, on the path of every `lawkit check` in a pre-commit hook, for nothing this pool lacks:
+each worker sends its results back pickled, and a worker that fails has its chunk redone here.
 """
 
 from __future__ import annotations
@@ -23,12 +31,10 @@ _FILES_PER_WORKER = 150  # below this a fork costs more than it saves
 def map_in_workers(fn: Callable[[_Item], _Result], items: Iterable[_Item]) -> list[_Result]:
     """`[fn(item) for item in items]`, shared with forked worker processes when there are many.
 
-    Parsing dominates `check` and `rekey` on a large workspace (about 1 ms a law file, nearly
-    all of it in PyYAML and pydantic, under the GIL), so the items are split into contiguous
-    chunks, one for this process and one per forked worker; each worker sends its results back
-    pickled. A worker that fails in any way has its chunk redone here, so that a bug raises
-    with its real traceback. Workers are forked only from a single-threaded process, where
-    `fork` is safe.
+    The items are split into contiguous chunks, one for this process and one per forked
+    worker; each worker sends its results back pickled. A worker that fails in any way has its
+    chunk redone here, so that a bug raises with its real traceback. Workers are forked only
+    from a single-threaded process, where `fork` is safe.
     """
     todo = list(items)
     with _collector_paused():
@@ -39,11 +45,10 @@ def map_in_workers(fn: Callable[[_Item], _Result], items: Iterable[_Item]) -> li
 def _collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for the duration (and in the workers).
 
-    Parsing a law file allocates about a thousand objects that reference counting frees, yet
-    the allocations trigger collections that walk every object pydantic and PyYAML built at
-    import: with it paused, `check` and `rekey` spend about a quarter less CPU time (measured
-    with `time.process_time`, 1,000 files, serial). What little cyclic garbage the loop makes
-    is collected once it ends.
+    Parsing a law file allocates many objects that reference counting frees, yet the
+    allocations trigger collections that walk every object pydantic and PyYAML built at
+    import, so `check` and `rekey` spend markedly less CPU time with it paused. What little
+    cyclic garbage the loop makes is collected once it ends.
     """
     was_enabled = gc.isenabled()
     gc.disable()
