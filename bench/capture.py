@@ -62,6 +62,7 @@ def timed(loop: Callable[[capture.Capture, int], None], folder: Path, steps: int
     name = folder / f"{loop.__name__}-{time.monotonic_ns()}.csv"
     with capture.open(name, features=("batch_size",), regions=REGIONS,
                       digest="0badc0de") as cap:
+        cap.steps()
         wall, cpu = time.perf_counter(), time.process_time()
         loop(cap, steps)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -79,9 +80,6 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    import lawkit.footprint
-
-    lawkit.footprint.phase("steps")
     regions, plain = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

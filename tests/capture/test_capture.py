@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,23 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 FEATURES = ("batch_size", "num_tokens")
 REGIONS = ("schedule_s", "sample_s")
-
-
-@pytest.fixture(autouse=True)
-def _startup_phase(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The phase is process-wide: each test starts in start-up, as a process does."""
-    monkeypatch.setattr(lawkit.footprint, "_phase", "startup")
-    yield
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> str:
-    """A workspace in the working directory, with an engine to digest; its digest."""
-    (tmp_path / "lawkit.toml").write_text('laws = "laws"\n\n[digest]\nroot = "engine"\n'
-                                          'packages = ["atom"]\n')
-    (tmp_path / "engine" / "atom").mkdir(parents=True)
-    (tmp_path / "engine" / "atom" / "__init__.py").write_text("x = 1\n")
-    return current_digest(load_workspace())
 
 
 def _run_steps(cap: capture.Capture, steps: int, *, start: int = 0) -> None:
@@ -217,18 +199,6 @@ def test_each_misuse_is_a_capture_error_naming_the_step_and_the_rows_before_it_a
         pass
     cap.close()
     assert [r[0] for r in _rows(path)[1:]] == ["0", "1", "2"]
-
-
-def test_a_step_or_region_before_cap_steps_is_a_capture_error(
-        tmp_path: Path, workspace: str) -> None:
-    cap = capture.open(tmp_path / "run.csv", features=FEATURES, regions=REGIONS)
-    with pytest.raises(CaptureError, match=r"step 0 begun in the startup phase: call "
-                                           r"cap.steps\(\)"):
-        cap.step(batch_size=1, num_tokens=1)
-    cap.steps()
-    with cap.step(batch_size=1, num_tokens=1):
-        pass
-    cap.close()
 
 
 def test_a_feature_set_inside_the_step_fills_its_cell(tmp_path: Path, workspace: str) -> None:
