@@ -12,7 +12,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-from footprint_engine import copy_engine
 from typer.testing import CliRunner
 
 from lawkit.cli import app
@@ -39,10 +38,10 @@ FIT = ["fit", "captures.csv", "--out", "laws/host.yaml", "--formula", "step_s ~ 
 
 
 @pytest.fixture
-def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The stand-in engine with its footprint (built from the model, not recorded) and
-    captures, as the working directory."""
-    root = copy_engine(tmp_path / "engine")
+def engine(engine: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in engine (tests/footprint/conftest.py) with its footprint (built from the
+    model, not recorded) and captures, as the working directory."""
+    root = engine
     ws = load_workspace(config=root / "lawkit.toml")
     tree = work_tree_sources(ws.digest)
     files = {rel: FileRecord(tree.sha256(rel), {u.qualname: UnitRecord(u.digest, ("startup",))

@@ -10,14 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from footprint_engine import copy_engine, lawkit
+from footprint_engine import lawkit
 
 PY = sys.executable
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Path:
-    return copy_engine(tmp_path / "engine")
 
 
 def _record(engine: Path, *command: str,

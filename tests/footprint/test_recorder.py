@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import copy_engine, lawkit, record_harness, recorded
+from footprint_engine import lawkit, record_harness, recorded
 
 from lawkit.footprint.document import Footprint
 from lawkit.footprint.record import summary
@@ -25,11 +25,6 @@ REPO = Path(__file__).resolve().parents[2]
 SYSMON = sys.version_info >= (3, 12)
 needs_sysmon = pytest.mark.skipif(not SYSMON, reason="sys.monitoring is Python 3.12+")
 needs_coverage = pytest.mark.skipif(SYSMON, reason="coverage.py records on Python 3.11 only")
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Path:
-    return copy_engine(tmp_path / "engine")
 
 
 _record = record_harness

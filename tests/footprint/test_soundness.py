@@ -31,11 +31,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Footprint]
     return root, report.footprint
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Path:
-    return copy_engine(tmp_path / "engine")
-
-
 def _diff(engine: Path, footprint: Footprint, pristine: Path | None = None) -> FootprintDiff:
     ws: Workspace = load_workspace(config=engine / "lawkit.toml")
     old = None

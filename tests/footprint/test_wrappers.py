@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import copy_engine, lawkit, record_harness, recorded
+from footprint_engine import lawkit, record_harness, recorded
 
 from lawkit.footprint.audit import ChildWatch
 
@@ -23,11 +23,6 @@ PY = sys.executable
 CODE = ("import sys; sys.path.insert(0, '.'); from atom.util import util_fn; "
         "assert util_fn(2) == 1")
 Q = shlex.quote(CODE)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Path:
-    return copy_engine(tmp_path / "engine")
 
 
 _PRELUDE = ("import os, subprocess, sys\nimport lawkit.footprint\nimport atom.base\n"
