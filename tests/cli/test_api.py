@@ -45,7 +45,7 @@ def test_importing_lawkit_loads_nothing_until_a_name_is_used() -> None:
             "('numpy', 'pydantic', 'typer')))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
-    assert result.stdout.strip() == "['lawkit']"
+    assert result.stdout.strip() == "['lawkit', 'lawkit._version']"  # the version: one string
 
 
 def test_the_api_names_are_the_library_objects() -> None:
