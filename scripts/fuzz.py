@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # testing/: the sample law files, shared with the tests
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -56,8 +56,8 @@ BATCH = 200
 
 
 def _law_seeds() -> list[bytes]:
-    from samples import GOOD
-    from workspaces import OLD, law_text, laws
+    from testing.samples import GOOD
+    from testing.workspaces import OLD, law_text, laws
 
     seeds = [GOOD.encode(), law_text(key=OLD).encode(),
              law_text(key=OLD, law_dicts=laws(1), provenance="none").encode(),
