@@ -279,20 +279,19 @@ class Capture:
             _end_steps_if_done()
         if failed:
             return
-        step = self._naming(counted)
         if left is not None:
-            raise self._error(f"{step} ended with region {left!r} still open: a region ends "
-                              "inside its step (an asyncio task still inside it?)")
+            raise self._error(f"{self._naming(counted)} ended with region {left!r} still open: "
+                              "a region ends inside its step (an asyncio task still inside it?)")
         row = feature_row(values, self._features)
         if isinstance(row, str):
-            raise self._error(f"{step}: {row}")
+            raise self._error(f"{self._naming(counted)}: {row}")
         if not counted:
             self._warmups += 1
             return
         if self._closed:
-            raise CaptureError(f"{step} ended after the capture was closed (from another "
-                               "thread?): its row is not written; close the capture once its "
-                               "last step has ended", path=str(self.path))
+            raise CaptureError(f"{self._naming(counted)} ended after the capture was closed "
+                               "(from another thread?): its row is not written; close the "
+                               "capture once its last step has ended", path=str(self.path))
         self._sink.add(self._step, row, totals)
         self._step += 1
 
