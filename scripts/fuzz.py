@@ -182,7 +182,7 @@ _SPECS: list[Any] = []
 
 def _specs() -> list[Any]:
     if not _SPECS:
-        from lawkit.fitting.captures import ColumnSpec
+        from lawkit.fitting.captures.chunks import ColumnSpec
 
         _SPECS.extend([
             ColumnSpec(numbers=("host_s", "bs"), labels=("model", "tp"), digest="atom",
@@ -268,7 +268,8 @@ def run_formula(text: str) -> object:
 
 def run_capture(case: tuple[str, bytes, int, int]) -> object:
     """Read a capture file's bytes (as the suffix says) through validation, as fit does."""
-    from lawkit.fitting.captures import find_captures, read_captures
+    from lawkit.fitting.captures.files import find_captures
+    from lawkit.fitting.captures.read import read_captures
 
     suffix, data, spec_index, chunk_rows = case
     spec = _specs()[spec_index % len(_specs())]
@@ -576,7 +577,7 @@ def atheris_worker(name: str, seconds: float, cases: int, state: Path) -> None:
 
     with atheris.instrument_imports(include=["lawkit", "src_digest", "yaml"]):
         import lawkit.cli
-        import lawkit.fitting.captures
+        import lawkit.fitting.captures.read
         import lawkit.fitting.formula
         import lawkit.keying.rekey
         import lawkit.lawfiles.lawfile
