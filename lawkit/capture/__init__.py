@@ -50,9 +50,10 @@ are called only while `lawkit footprint record` records the process (asked once,
 recorder starts with the process). A capture is driven from one thread, the one running the
 steps.
 
-Part of the footprint wing (DESIGN.md section 2): it imports only the standard library,
-`lawkit.footprint`'s markers, `lawkit.config`, `lawkit.errors` and `src_digest`; never numpy,
-pandas, scipy or pyarrow (Parquet's writer imports pyarrow at close, and only then).
+Part of the footprint wing (DESIGN.md section 2), whose rule it follows. May import: the
+standard library, `lawkit.footprint`'s markers, `src_digest`, `lawkit.errors` and
+`lawkit.config`; never numpy, pandas, scipy or pyarrow (Parquet's writer imports pyarrow at
+close, and only then), and never another wing.
 """
 
 from __future__ import annotations
