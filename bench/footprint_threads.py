@@ -23,8 +23,9 @@ each, interleaved in every round:
 - ``bare``: the harness with lawkit imported, not recording;
 - ``A/A``: bare again (the control: what the machine's noise alone gives);
 - ``floor``: a minimal recorder in the harness: ``sys.monitoring`` ``PY_START``/``PY_RESUME``
-  for every code object, each answered with ``DISABLE``, ``restart_events`` at every phase
-  switch and region enter and exit, no other rule;
+  on the engine's code objects (as lawkit arms only hashed code), each answered with
+  ``DISABLE``, ``restart_events`` at every phase switch and region enter and exit, no other
+  rule;
 - ``lawkit``: the bare harness under ``lawkit footprint record``.
 
 Per region it prints the median over all steps of all rounds of the paired ratio variant/bare
@@ -83,7 +84,14 @@ if variant == "floor":  # the minimal recorder: re-arm at every switch, no other
         return mon.DISABLE
     mon.register_callback(3, mon.events.PY_START, on_start)
     mon.register_callback(3, mon.events.PY_RESUME, on_start)
-    mon.set_events(3, mon.events.PY_START | mon.events.PY_RESUME)
+    import gc, os, types  # armed on the engine's code only, as lawkit's recorder is
+    root = os.path.join(os.path.dirname(markdown.__file__), "")
+    todo = [o.__code__ for o in gc.get_objects() if isinstance(o, types.FunctionType)
+            and o.__code__.co_filename.startswith(root)]
+    while todo:
+        code = todo.pop()
+        mon.set_local_events(3, code, mon.events.PY_START | mon.events.PY_RESUME)
+        todo.extend(k for k in code.co_consts if isinstance(k, types.CodeType))
     real_phase, real_enter, real_exit = fp.phase, fp.enter_region, fp.exit_region
     def phase(name):
         real_phase(name); mon.restart_events()

@@ -26,6 +26,12 @@ disabled by another thread's run in another context). Phases are process-wide, r
 a region opened at start-up (a warm-up) attributes runs as one opened in steps does. Back in
 ``steps`` after a shutdown, the runs of that shutdown move to ``steps`` with no region open.
 
+A code object that has run in ``steps`` with no region open counts for every law from then on:
+at the next switch its events are turned off for good (``set_local_events`` to none), so that
+``restart_events`` no longer re-arms it and the regions it runs in later cost nothing. The
+runs before that switch are recorded as before (in each live context); a forked child arms
+them all again.
+
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
 happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
 off (``set_events``, ``set_local_events``, ``free_tool_id``, ``register_callback`` on its id)
@@ -43,6 +49,8 @@ from typing import Any
 
 from lawkit.footprint import ENGINE_FREE, OWN_THREAD, Context, hashed_files, patch
 
+ANY_STEPS: Context = ("steps", ())
+"""Steps with no region open: a run there counts for every law."""
 TOOL_ID = 4
 """The sys.monitoring tool id lawkit takes (0-2 and 5 are the debugger's, coverage's,
 profiler's and optimizer's)."""
@@ -79,6 +87,12 @@ class SysMonRecorder:
         only for one in all); empty when one is."""
         self._threaded = False
         """An engine thread besides the first has been seen: switches look at every thread."""
+        self._settled: list[CodeType] = []
+        """Code objects run in steps with no region open since the last switch: such a run
+        counts for every law, so no later run in steps can add to it; each is disarmed for
+        good (``set_local_events`` to none) at the next switch, before the re-arm."""
+        self._disarmed: dict[int, CodeType] = {}
+        """The code objects disarmed so: armed again in a forked child, which starts over."""
         self._raw_threads = False
         """A thread was started with ``_thread.start_new_thread`` (not listed by threading)."""
 
@@ -122,6 +136,8 @@ class SysMonRecorder:
             seen = self._ran[context] = {}
         key = _identity(code)
         seen[key] = code
+        if context == ANY_STEPS:  # counts for every law from now on: disarmed at the switch
+            self._settled.append(code)
         others = self._others
         if others:  # several contexts live: disable once it has run in each
             for ran in others:
@@ -156,7 +172,7 @@ class SysMonRecorder:
         elif any(ran is default for ran in others):
             return
         self._others = (*others, default)
-        self._restart()
+        self._rearm()
 
     def _live(self, frames: dict[int, FrameType] | None = None) -> None:
         """Find the contexts in which a thread may run engine code before the next switch:
@@ -195,7 +211,7 @@ class SysMonRecorder:
         self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
         frames = sys._current_frames()
         self._live(frames)
-        self._restart()
+        self._rearm()
         self._count_stacks(frames.items())
 
     def switched_regions(self, regions: tuple[str, ...]) -> None:
@@ -208,11 +224,31 @@ class SysMonRecorder:
         else:
             self._contexts.pop(ident, None)
         self._live()
-        self._restart()
+        self._rearm()
         self._count_stacks([(ident, sys._getframe(1))])
+
+    def _rearm(self) -> None:
+        """Disarm what has run in steps with no region open, then re-arm every other hashed
+        code object (``restart_events``)."""
+        settled = self._settled
+        if settled:
+            self._settled = []
+            disarmed, set_local = self._disarmed, self._set_local_events
+            for code in settled:
+                key = _identity(code)
+                if key not in disarmed:
+                    disarmed[key] = code
+                    with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+                        set_local(TOOL_ID, code, 0)
+        self._restart()
 
     def forked(self) -> None:
         """In a forked child: forget the parent's runs; start in ``steps``, no region open."""
+        self._settled = []
+        for code in self._disarmed.values():  # the child's runs are its own: arm them all
+            with contextlib.suppress(ValueError):
+                self._set_local_events(TOOL_ID, code, self._events)
+        self._disarmed = {}
         self._ran = {}
         self.regions = set()
         self._phase = "steps"
@@ -220,7 +256,7 @@ class SysMonRecorder:
         self._contexts = {}
         self._others = ()
         self._threaded = False  # the forking thread alone goes on
-        self._restart()
+        self._rearm()
         self._count_stacks([(self._ident(), sys._getframe(1))])
 
     def save(self) -> None:
