@@ -72,6 +72,13 @@ def make_engine(root: Path, files: dict[str, bytes] | None = None) -> None:
         path.write_bytes(data)
 
 
+def files_below(folder: Path) -> dict[str, bytes]:
+    """Every file below `folder`, by its path relative to it: two calls compare equal when a
+    command wrote nothing there."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
 def make_workspace(root: Path, files: int = 3, *, stale: bool = False,
                    provenance: str = "fit") -> Workspace:
     """A workspace with `lawkit.toml`, an engine tree and `files` law files below `laws/`.

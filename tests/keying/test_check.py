@@ -33,8 +33,8 @@ def test_check_prints_one_summary_line_and_exits_0_when_every_law_names_the_curr
     assert result.stdout == "12 law files name atom=8927e824\n"
 
 
-def test_check_exits_1_and_names_the_fix_for_a_stale_law(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
+@pytest.mark.usefixtures("stale_workspace")
+def test_check_exits_1_and_names_the_fix_for_a_stale_law() -> None:
     result = runner.invoke(app, ["check"])
     assert result.exit_code == 1, result.output
     assert _lines(result.stdout) == [
@@ -57,9 +57,9 @@ def test_check_reports_an_unquoted_digest_as_invalid_with_its_line(tmp_path: Pat
     assert len(_lines(result.stdout)) == 1, result.stdout  # no command fixes it: no fix line
 
 
+@pytest.mark.usefixtures("workspace")
 def test_check_reports_a_file_that_is_not_yaml_and_goes_on_with_the_others(
         tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     (tmp_path / "laws" / "cell00000.yaml").write_text("schema: lawkit/1\nhost: [\n")
     result = runner.invoke(app, ["check"])
     assert result.exit_code == 1, result.output
@@ -125,8 +125,8 @@ def test_check_does_not_count_a_change_to_fit_statistics_as_a_body_edit(tmp_path
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.usefixtures("workspace")
 def test_check_reports_two_files_with_the_same_labels(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     law = tmp_path / "laws" / "cell00001.yaml"
     law.write_text(law.read_text().replace("crs00001", "crs00000"))
     result = runner.invoke(app, ["check"])

@@ -166,16 +166,16 @@ def test_lawkit_cache_dir_and_xdg_cache_home_choose_the_folder(
     assert list((tmp_path / "mine").glob("check-*.json"))
 
 
-def test_new_lawkit_code_drops_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = make_workspace(tmp_path, 2)
-    cache = CheckCache(ws.laws)
-    check_workspace(ws, cache=cache)
+def test_new_lawkit_code_drops_the_cache(workspace: Workspace,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = CheckCache(workspace.laws)
+    check_workspace(workspace, cache=cache)
     cache.save()
     entry = CheckCache.entry("laws/cell00000.yaml", "atom",
-                             (ws.laws / "cell00000.yaml").read_bytes())
-    assert CheckCache(ws.laws).get(entry) is not None
+                             (workspace.laws / "cell00000.yaml").read_bytes())
+    assert CheckCache(workspace.laws).get(entry) is not None
     monkeypatch.setattr(checkcache, "_code_fingerprint", lambda: "another lawkit")
-    assert CheckCache(ws.laws).get(entry) is None
+    assert CheckCache(workspace.laws).get(entry) is None
 
 
 def test_switching_branches_back_finds_the_first_side_still_cached(
@@ -194,21 +194,20 @@ def test_switching_branches_back_finds_the_first_side_still_cached(
     assert check_workspace(ws, cache=CheckCache(ws.laws)).ok
 
 
-def test_old_entries_are_dropped_beyond_three_times_the_files(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path, 2)
-    law = ws.laws / "cell00000.yaml"
+def test_old_entries_are_dropped_beyond_three_times_the_files(workspace: Workspace) -> None:
+    law = workspace.laws / "cell00000.yaml"
     original = law.read_text()
     for i in range(10):
         law.write_text(original + f"# edit {i}\n")
-        cache = CheckCache(ws.laws)
-        check_workspace(ws, cache=cache)
+        cache = CheckCache(workspace.laws)
+        check_workspace(workspace, cache=cache)
         cache.save()
     stored = json.loads(cache.path.read_text())["entries"]
     assert len(stored) == 2 + checkcache.KEEP_OTHERS * 2
 
 
+@pytest.mark.usefixtures("workspace")
 def test_a_save_removes_the_temps_of_saves_killed_over_an_hour_ago(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     folder = tmp_path / "home" / ".cache" / "lawkit"
     folder.mkdir(parents=True)
     old, recent = folder / ".check-killed.tmp", folder / ".check-saving-now.tmp"
@@ -293,9 +292,9 @@ def test_a_rekey_of_files_the_cache_vouches_for_writes_the_same_bytes_without_va
         assert (warm.laws / path.name).read_bytes() == path.read_bytes(), path.name
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_a_file_whose_cached_facts_hold_a_problem_is_refused_as_without_the_cache(
         tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     law = tmp_path / "laws" / "cell00001.yaml"
     law.write_text(law.read_text().replace("0.0002174046967242549", "0.0003"))  # by hand
     assert "body-edited" in _check()[1]

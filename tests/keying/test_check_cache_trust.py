@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from lawkit.config import Workspace
 from lawkit.keying import check as check_module
 from lawkit.keying.checkcache import CheckCache
 from testing.workspaces import make_workspace
@@ -34,11 +35,10 @@ def test_a_partial_rekey_keeps_the_entries_of_the_other_files(tmp_path: Path) ->
 
 
 def test_where_ci_is_set_check_does_not_read_the_cache_unless_told(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = make_workspace(tmp_path, 2, stale=True)
+        stale_workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.invoke(app, ["check"]).exit_code == 1
     # An entry edited on disk (or a cache restored from another checkout) says "no problem".
-    path = CheckCache(ws.laws).path
+    path = CheckCache(stale_workspace.laws).path
     document = json.loads(path.read_text())
     for entry in document["entries"].values():
         entry["named"] = "8927e824"
@@ -53,9 +53,9 @@ def test_where_ci_is_set_check_does_not_read_the_cache_unless_told(
     assert runner.invoke(app, ["check"]).exit_code == 0
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_where_ci_is_set_rekey_does_not_read_the_cache_unless_told(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_workspace(tmp_path, 2, stale=True)
+        monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.invoke(app, ["check"]).exit_code == 1
     monkeypatch.setenv("CI", "1")
     read = []

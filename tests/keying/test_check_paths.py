@@ -36,9 +36,9 @@ def test_check_of_named_files_checks_those_alone(tmp_path: Path) -> None:
         "lawkit fit CAPTURE... --out laws/cell00002.yaml"]
 
 
+@pytest.mark.usefixtures("workspace")
 def test_check_of_a_folder_checks_the_law_files_below_it_and_a_file_named_twice_once(
         tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     sub = tmp_path / "laws" / "sub"
     sub.mkdir()
     (tmp_path / "laws" / "cell00001.yaml").rename(sub / "cell00001.yaml")

@@ -18,7 +18,7 @@ from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.errors import LawkitError, RefusalError
 from lawkit.keying.rekey import adopted_bytes, rekey, rekeyed_bytes
-from testing.workspaces import OLD, body_of, make_workspace
+from testing.workspaces import OLD, body_of, files_below, make_workspace
 
 NEW = "8927e824"  # the digest of workspaces.ENGINE
 AT = datetime.datetime(2026, 11, 10, 9, 12, 44, tzinfo=datetime.UTC)
@@ -58,12 +58,6 @@ def _rekey(tmp_path: Path, **kwargs: object) -> object:
     return rekey(ws, why=str(kwargs.pop("why", "docstring only")), at=AT, **kwargs)  # type: ignore[arg-type]
 
 
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file below `folder`."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
-
-
 def test_rekey_changes_only_the_key_line_and_adds_one_clause(tmp_path: Path) -> None:
     laws = _workspace(tmp_path, {"a.yaml": SMALL})
     _rekey(tmp_path, refs=["#2655"])
@@ -74,8 +68,8 @@ def test_rekey_changes_only_the_key_line_and_adds_one_clause(tmp_path: Path) -> 
     assert new[:5] + new[6:12] + new[13:] == old[:5] + old[6:]
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_rekey_from_the_command_line_says_what_it_did(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     result = runner.invoke(app, ["rekey", "--why", "docstring only", "--ref", "#1", "--ref", "#2"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
@@ -124,13 +118,13 @@ def test_rekey_refuses_a_flow_style_provenance_list_naming_its_line_and_writes_n
     flow = SMALL.replace("  provenance:\n    - {fit:", "  provenance: [{fit:").replace(
         '}}\ndevice', '}}]\ndevice')
     laws = _workspace(tmp_path, {"a.yaml": SMALL, "b.yaml": flow})
-    before = _snapshot(laws)
+    before = files_below(laws)
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("lawkit: error: laws/b.yaml:11: host.provenance is a "
                                     "flow-style list ([...]): lawkit appends one line per entry")
     assert "nothing was written" in result.stderr
-    assert _snapshot(laws) == before
+    assert files_below(laws) == before
 
 
 def test_adopt_refuses_an_empty_flow_provenance_list_and_says_it_can_go(tmp_path: Path) -> None:
@@ -147,17 +141,17 @@ def test_rekey_refuses_a_provenance_entry_that_is_a_block_mapping(tmp_path: Path
     block = SMALL.replace("    - {fit: {digest:", "    - fit: {digest:").replace(
         f'body: "{BODY}"}}}}', f'body: "{BODY}"}}')
     laws = _workspace(tmp_path, {"a.yaml": block})
-    before = _snapshot(laws)
+    before = files_below(laws)
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 2, result.output
     assert "laws/a.yaml:12: the last provenance entry is not a '- {kind: {...}}' line" in \
         result.stderr
-    assert _snapshot(laws) == before
+    assert files_below(laws) == before
 
 
 def test_rekey_refuses_a_body_edited_after_its_fit_and_names_lawkit_fit(tmp_path: Path) -> None:
     laws = _workspace(tmp_path, {"a.yaml": SMALL.replace("0.0021", "0.0025")})
-    before = _snapshot(laws)
+    before = files_below(laws)
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 2, result.output
     assert result.stderr == (
@@ -165,7 +159,7 @@ def test_rekey_refuses_a_body_edited_after_its_fit_and_names_lawkit_fit(tmp_path
         "recorded: edited by hand after it; undo the edit, refit (lawkit fit CAPTURE... "
         "--out laws/a.yaml), or keep it: lawkit rekey --adopt --why \"...\" laws/a.yaml; "
         "nothing was written\n")
-    assert _snapshot(laws) == before
+    assert files_below(laws) == before
 
 
 def test_rekey_refuses_a_key_edited_by_hand_without_naming_adopt(tmp_path: Path) -> None:
@@ -189,12 +183,12 @@ def test_rekey_refuses_laws_without_provenance_and_names_adopt(tmp_path: Path) -
 def test_rekey_refuses_an_invalid_file_and_writes_no_file_at_all(tmp_path: Path) -> None:
     unquoted = SMALL.replace(f'"{OLD}"  #', f"{OLD}  #")
     laws = _workspace(tmp_path, {"a.yaml": SMALL, "b.yaml": unquoted, "c.yaml": SMALL})
-    before = _snapshot(laws)
+    before = files_below(laws)
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("lawkit: error: laws/b.yaml:6: host.key.atom: expected a "
                                     "quoted string")
-    assert _snapshot(laws) == before
+    assert files_below(laws) == before
 
 
 def test_rekey_says_how_many_more_files_it_refused(tmp_path: Path) -> None:
@@ -266,9 +260,9 @@ def test_rekey_dry_run_prints_a_unified_diff_that_applies_and_writes_nothing(
         tmp_path: Path) -> None:
     no_newline = SMALL.replace("device: {gpu: a100}\n", "").rstrip("\n")
     laws = _workspace(tmp_path, {"a.yaml": SMALL, "sub/b.yaml": no_newline})
-    before = _snapshot(laws)
+    before = files_below(laws)
     report = _rekey(tmp_path, refs=["#2655"], dry_run=True)
-    assert _snapshot(laws) == before
+    assert files_below(laws) == before
     diff = report.diff  # type: ignore[attr-defined]
     assert diff.splitlines()[:3] == ["--- a/laws/a.yaml", "+++ b/laws/a.yaml",
                                      "@@ -3,11 +3,12 @@"]
@@ -277,11 +271,11 @@ def test_rekey_dry_run_prints_a_unified_diff_that_applies_and_writes_nothing(
     assert "\\ No newline at end of file" in diff.splitlines()
     (tmp_path / "change.diff").write_text(diff)
     subprocess.run(["git", "apply", "change.diff"], cwd=tmp_path, check=True)
-    applied = _snapshot(laws)
+    applied = files_below(laws)
     for path, data in before.items():
         (laws / path).write_bytes(data)
     _rekey(tmp_path, refs=["#2655"])
-    assert _snapshot(laws) == applied
+    assert files_below(laws) == applied
 
 
 def test_rekey_dry_run_from_the_command_line_keeps_stdout_for_the_diff(tmp_path: Path) -> None:
@@ -295,11 +289,11 @@ def test_rekey_dry_run_from_the_command_line_keeps_stdout_for_the_diff(tmp_path:
 def test_rekey_twice_changes_nothing_the_second_time(tmp_path: Path) -> None:
     make_workspace(tmp_path, 3, stale=True)
     assert runner.invoke(app, ["rekey", "--why", "docstring only"]).exit_code == 0
-    after_first = _snapshot(tmp_path / "laws")
+    after_first = files_below(tmp_path / "laws")
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
     assert result.exit_code == 0, result.output
     assert result.stdout == f"nothing to rekey (3 already at atom={NEW})\n"
-    assert _snapshot(tmp_path / "laws") == after_first
+    assert files_below(tmp_path / "laws") == after_first
 
 
 def test_rekey_keeps_the_file_mode(tmp_path: Path) -> None:
@@ -314,7 +308,7 @@ def test_rekey_removes_temp_files_an_interrupted_run_left(tmp_path: Path) -> Non
     (laws / ".lawkit-tmp-a.yaml.0011aabb").write_text("half")
     (laws / "sub" / ".lawkit-tmp-b.yaml.2233ccdd").write_text("half")
     _rekey(tmp_path)
-    assert sorted(_snapshot(laws)) == ["a.yaml", "sub/b.yaml"]
+    assert sorted(files_below(laws)) == ["a.yaml", "sub/b.yaml"]
 
 
 def test_rekey_of_named_files_and_folders_leaves_the_others_alone(tmp_path: Path) -> None:
@@ -380,7 +374,7 @@ def test_rekey_in_worker_processes_writes_what_one_process_writes(
     monkeypatch.setattr("lawkit.workers.usable_cpus", lambda: 4)
     report = rekey(load_workspace(config=tmp_path / "many" / "lawkit.toml"), why="w", at=AT)
     assert len(report.changed) == 30
-    assert _snapshot(tmp_path / "many" / "laws") == _snapshot(tmp_path / "one" / "laws")
+    assert files_below(tmp_path / "many" / "laws") == files_below(tmp_path / "one" / "laws")
 
 
 def test_rekeyed_bytes_is_the_edit_alone_for_the_python_api() -> None:

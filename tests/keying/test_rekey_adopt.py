@@ -3,23 +3,19 @@ edited body gets one `adopt` entry vouching for it as it is now, so `check` pass
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.lawfiles import lawfile
-from testing.workspaces import OLD, make_workspace
+from testing.workspaces import OLD, files_below, make_workspace
 
 runner = CliRunner()
 DIGEST = "8927e824"
 LAW = "laws/cell00000.yaml"
-
-
-def _snapshot(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*.yaml")}
 
 
 def _hand_edit(tmp_path: Path) -> Path:
@@ -54,8 +50,8 @@ def test_adopt_vouches_for_a_body_edited_by_hand_after_an_adoption(tmp_path: Pat
     assert runner.invoke(app, ["check"]).exit_code == 0
 
 
+@pytest.mark.usefixtures("workspace")
 def test_adopt_vouches_for_a_fitted_law_edited_by_hand(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     _hand_edit(tmp_path)
     result = runner.invoke(app, ["rekey", "--adopt", "--why", "hand-tuned intercept"])
     assert result.exit_code == 0, result.output
@@ -71,7 +67,7 @@ def test_adopt_refuses_a_key_edited_by_hand_and_writes_nothing(tmp_path: Path) -
     make_workspace(tmp_path, 1, stale=True)
     law = tmp_path / LAW
     law.write_text(law.read_text().replace(f'atom: "{OLD}"', f'atom: "{DIGEST}"', 1))
-    before = _snapshot(tmp_path / "laws")
+    before = files_below(tmp_path / "laws")
     result = runner.invoke(app, ["rekey", "--adopt", "--why", "hand-tuned", LAW])
     assert result.exit_code == 2, result.output
     assert result.stderr == (
@@ -79,7 +75,7 @@ def test_adopt_refuses_a_key_edited_by_hand_and_writes_nothing(tmp_path: Path) -
         f"(line 33) names, {OLD}: it was edited by hand; put {OLD} back and run lawkit rekey, or "
         f"refit: lawkit fit CAPTURE... --out {LAW}; --adopt vouches for laws as they are, not "
         "for a key; nothing was written\n")
-    assert _snapshot(tmp_path / "laws") == before
+    assert files_below(tmp_path / "laws") == before
 
 
 def test_check_names_the_adoption_that_keeps_a_hand_edit(tmp_path: Path) -> None:
@@ -91,8 +87,8 @@ def test_check_names_the_adoption_that_keeps_a_hand_edit(tmp_path: Path) -> None
         f"or keep it: lawkit rekey --adopt --why \"...\" {LAW}")
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_adopt_exits_1_naming_a_stale_file_it_adopted_or_left_alone(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     _hand_edit(tmp_path)
     result = runner.invoke(app, ["rekey", "--adopt", "--why", "hand-tuned intercept"])
     assert result.exit_code == 1, result.output
