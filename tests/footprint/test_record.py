@@ -38,7 +38,8 @@ def test_record_writes_the_schema_of_section_11_with_sorted_keys(engine: Path) -
                                     "atom/runner.py", "atom/util.py", "atom/worker.py"]
     base = doc["files"]["atom/base.py"]
     assert set(base) == {"sha256", "units"}
-    assert set(base["units"]["only_defined"]) == {"digest", "phases", "regions"}
+    assert set(base["units"]["only_defined"]) == {"digest", "phases", "regions",
+                                                  "startup_regions"}
     assert base["units"]["only_defined"]["phases"] == []
     assert base["units"]["<module>"]["phases"] == ["startup"]
 
