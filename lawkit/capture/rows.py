@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from lawkit.errors import CaptureError
 
 MAX_NUMBER = 1e150
-"""The largest magnitude lawkit's reader takes (`lawkit.fitting`'s `MAX_NUMBER`: what a fit
-can square); the writer refuses what the reader would refuse."""
+"""The largest magnitude of a number lawkit writes and reads (a fit squares values, and
+`lawkit.fitting`'s reader imports this limit): the writer refuses what the reader refuses."""
 
 
 def names_of(names: Sequence[str], what: str) -> tuple[str, ...]:

@@ -24,14 +24,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lawkit.capture.rows import MAX_NUMBER  # the writer refuses what the reader refuses
 from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
 from lawkit.fitting.captures.files import Capture
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
-MAX_NUMBER = 1e150
-"""The largest magnitude of a number read: a fit squares values (`solve.MAX_VALUE`)."""
 
 
 @dataclass(frozen=True)
