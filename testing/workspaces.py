@@ -9,6 +9,7 @@ from typing import Any
 from lawkit.config import Workspace, load_workspace
 from lawkit.keying.digest import current_digest
 from lawkit.lawfiles import lawfile, lawwrite
+from testing.lawrepo import commit, git, init_repo
 
 OLD = "59e9ff5a"  # a digest no engine tree below hashes to
 FIT_AT = "2026-10-02T11:20:00Z"
@@ -100,3 +101,12 @@ def make_workspace(root: Path, files: int = 3, *, stale: bool = False,
         (root / "laws" / name).write_text(law_text(key=key, labels=labels, law_dicts=body,
                                                    provenance=provenance))
     return ws
+
+
+def make_git_workspace(root: Path, files: int = 2) -> Path:
+    """`make_workspace`, committed on branch main of a git repository at `root`."""
+    make_workspace(root, files)
+    init_repo(root, config=None)
+    commit(root, {}, "laws")
+    assert git(root, "status", "--porcelain") == ""
+    return root

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lawkit.config import Workspace
-from testing.lawrepo import GIT_ENV, GIT_REPO_VARIABLES, commit, git, init_repo
-from testing.workspaces import make_workspace
+from testing.lawrepo import GIT_ENV, GIT_REPO_VARIABLES
+from testing.workspaces import make_git_workspace, make_workspace
 
 
 @pytest.fixture(autouse=True)
@@ -48,8 +48,4 @@ def stale_workspace(tmp_path: Path) -> Workspace:
 @pytest.fixture
 def git_workspace(tmp_path: Path) -> Path:
     """The `workspace` committed on branch main of a git repository in the test's folder."""
-    make_workspace(tmp_path, 2)
-    init_repo(tmp_path, config=None)
-    commit(tmp_path, {}, "laws")
-    assert git(tmp_path, "status", "--porcelain") == ""
-    return tmp_path
+    return make_git_workspace(tmp_path)

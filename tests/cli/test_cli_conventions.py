@@ -15,7 +15,6 @@ from typer.testing import CliRunner, Result
 
 from lawkit import __version__
 from lawkit.cli import app
-from testing.lawrepo import git
 from testing.workspaces import OLD, make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,13 +49,6 @@ def _options(name: str) -> set[str]:
             for flag in param.opts}
 
 
-def _committed_workspace(root: Path) -> None:
-    make_workspace(root, 2)
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "laws")
-
-
 def _unstamped(output: str) -> str:
     """`output` with each rekey clause's `at:` time masked: the two runs compared may fall in
     different seconds of the clock."""
@@ -85,8 +77,8 @@ def test_every_report_command_that_can_be_all_good_takes_q_and_quiet(name: str) 
     ["rekey", "--why", "a comment", "--dry-run", "--to", OLD],
     ["review", "--base", "HEAD"],
 ])
-def test_json_and_format_json_print_the_same_document(args: list[str], tmp_path: Path) -> None:
-    _committed_workspace(tmp_path)
+@pytest.mark.usefixtures("git_workspace")
+def test_json_and_format_json_print_the_same_document(args: list[str]) -> None:
     spelled = _invoke(*args, "--json")
     formatted = _invoke(*args, "--format", "json")
     assert spelled.exit_code == formatted.exit_code, (spelled.output, formatted.output)
@@ -173,9 +165,8 @@ def test_check_q_prints_nothing_when_all_is_good_and_the_problems_otherwise(
         "lawkit fit CAPTURE... --out laws/cell00000.yaml"]
 
 
-def test_rekey_and_review_q_print_nothing_when_done(tmp_path: Path) -> None:
-    _committed_workspace(tmp_path)
-    (tmp_path / "engine" / "atom" / "engine" / "step.py").write_text("x = 2\n")
+def test_rekey_and_review_q_print_nothing_when_done(git_workspace: Path) -> None:
+    (git_workspace / "engine" / "atom" / "engine" / "step.py").write_text("x = 2\n")
     rekeyed = _invoke("rekey", "--why", "a constant no step reads", "-q")
     assert (rekeyed.exit_code, rekeyed.stdout, rekeyed.stderr) == (0, "", "")
     assert _invoke("check").exit_code == 0

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from footprint_engine import copy_engine, edit, lawkit
 
-from testing.lawrepo import build_scenario, git, init_repo
+from testing.lawrepo import build_scenario, git
 from testing.samples import GOOD
-from testing.workspaces import make_workspace
+from testing.workspaces import make_git_workspace, make_workspace
 
 HEAVY = ("numpy", "pandas", "scipy", "pyarrow", "matplotlib")
 PARSERS = ("yaml", "pydantic")  # check reads neither when every file is in its cache
@@ -61,10 +61,7 @@ def commands(*runs: tuple[Sequence[str], int], watched: Sequence[str] = HEAVY,
 
 def _engine_repo(root: Path) -> Path:
     """A workspace committed to git, with a law file outside laws/ to show."""
-    make_workspace(root, 2)
-    init_repo(root, config=None)
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "engine")
+    make_git_workspace(root)
     (root / "x.yaml").write_text(GOOD)
     return root
 
@@ -104,12 +101,12 @@ def _folder(root: Path) -> Path:
     return root
 
 
-def _workspace(root: Path) -> Path:
+def _keyed_folder(root: Path) -> Path:
     make_workspace(root, 2)
     return root
 
 
-def _stale_workspace(root: Path) -> Path:
+def _stale_folder(root: Path) -> Path:
     make_workspace(root, 2, stale=True)
     return root
 
@@ -171,10 +168,10 @@ CASES: dict[str, tuple[Callable[[Path], Path], list[Step]]] = {
     "digest and show": (_engine_repo, [commands(
         (["digest", "--explain"], 0), (["digest", "--rev", "HEAD"], 0), (["show", "x.yaml"], 0))]),
     # the first run parses and fills check's cache, the second reads only the cache
-    "check": (_workspace, [
+    "check": (_keyed_folder, [
         commands((["check"], 0), watched=HEAVY + PARSERS, prints="['pydantic', 'yaml']"),
         commands((["check"], 0), watched=HEAVY + PARSERS)]),
-    "rekey": (_stale_workspace, [commands((["rekey", "--why", "w"], 0))]),
+    "rekey": (_stale_folder, [commands((["rekey", "--why", "w"], 0))]),
     "schema": (_folder, [commands((["schema"], 0))]),
     "review": (_review_repo, [commands(
         (["review", "--base", "main", "--merge-with", "docs-only", "--format", "markdown"], 0))]),
@@ -207,8 +204,8 @@ def test_a_light_command_imports_no_numpy_pandas_scipy_pyarrow_or_matplotlib(
         assert tuple(done.stdout.splitlines()[-len(step.prints):]) == step.prints, done.stdout
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_python_dash_m_lawkit_and_the_installed_script_both_run(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     script = shutil.which("lawkit", path=str(Path(sys.executable).parent))
     assert script is not None, f"no lawkit script beside {sys.executable}"
     for command in ([sys.executable, "-m", "lawkit"], [script]):

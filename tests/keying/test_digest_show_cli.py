@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
@@ -16,26 +17,15 @@ from testing.samples import GOOD
 runner = CliRunner()
 
 
-def _engine_repo(root: Path) -> Path:
-    (root / "engine" / "atom" / "engine").mkdir(parents=True)
-    (root / "engine" / "atom" / "__init__.py").write_text("")
-    (root / "engine" / "atom" / "engine" / "step.py").write_text("x = 1\n")
-    (root / "lawkit.toml").write_text('[digest]\nroot = "engine"\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "engine")
-    return root
-
-
-def test_digest_prints_the_test_vector_digest_alone(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
+@pytest.mark.usefixtures("git_workspace")
+def test_digest_prints_the_test_vector_digest_alone() -> None:
     result = runner.invoke(app, ["digest"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "8927e824\n"
 
 
-def test_digest_manifest_lists_each_file_after_the_digest(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
+@pytest.mark.usefixtures("git_workspace")
+def test_digest_manifest_lists_each_file_after_the_digest() -> None:
     result = runner.invoke(app, ["digest", "--manifest"])
     lines = result.stdout.splitlines()
     assert lines[0] == "8927e824"
@@ -44,16 +34,16 @@ def test_digest_manifest_lists_each_file_after_the_digest(tmp_path: Path) -> Non
     assert lines[2] == f"{step_sha}  atom/engine/step.py"
 
 
-def test_digest_json_is_one_document(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
+@pytest.mark.usefixtures("git_workspace")
+def test_digest_json_is_one_document() -> None:
     result = runner.invoke(app, ["digest", "--json"])
     doc = json.loads(result.stdout)
     assert doc["key"] == "atom" and doc["digest"] == "8927e824" and doc["files"] == 2
 
 
+@pytest.mark.usefixtures("git_workspace")
 def test_digest_at_a_revision_reads_git_objects_and_agrees_with_the_work_tree(
         tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
     (tmp_path / "engine" / "atom" / "engine" / "step.py").write_text("x = 2\n")
     git(tmp_path, "commit", "-qam", "change")
     changed = host_key_of(tmp_path / "engine")
@@ -64,8 +54,8 @@ def test_digest_at_a_revision_reads_git_objects_and_agrees_with_the_work_tree(
     assert "nope" in bad.stderr and "Traceback" not in bad.output
 
 
+@pytest.mark.usefixtures("git_workspace")
 def test_digest_explain_names_edited_untracked_and_missing_files(tmp_path: Path) -> None:
-    _engine_repo(tmp_path)
     atom = tmp_path / "engine" / "atom"
     (atom / "engine" / "step.py").write_text("x = 3\n")
     (atom / "_version.py").write_text("version = '1.0'\n")

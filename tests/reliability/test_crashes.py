@@ -149,9 +149,9 @@ def test_two_rekeys_started_together_never_interleave(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check"]).exit_code == 0
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_a_rekey_and_a_fit_of_the_same_file_started_together_keep_both_writes(
         tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     (tmp_path / "cap.csv").write_text(CAPTURE)
     law = tmp_path / "laws" / "cell00000.yaml"
     stale = law.read_bytes()
@@ -169,9 +169,9 @@ def test_a_rekey_and_a_fit_of_the_same_file_started_together_keep_both_writes(
         assert runner.invoke(app, ["check"]).exit_code == 0  # key and body explained
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_a_rekey_that_cannot_get_the_lock_in_time_writes_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     before = {p: p.read_bytes() for p in (tmp_path / "laws").glob("*.yaml")}
     monkeypatch.setattr(rekey, "LOCK_WAIT_S", 0.2)
     with fsio.locked(tmp_path / "laws"):  # another run holds it
@@ -231,7 +231,7 @@ def _failing(call: str, error: int, at: int) -> Iterator[None]:
         yield
 
 
-def _stale_workspace(root: Path, files: int) -> dict[Path, bytes]:
+def _stale_law_bytes(root: Path, files: int) -> dict[Path, bytes]:
     make_workspace(root, files, stale=True)
     return {p: p.read_bytes() for p in (root / "laws").glob("*.yaml")}
 
@@ -245,7 +245,7 @@ def _stale_workspace(root: Path, files: int) -> dict[Path, bytes]:
 ])
 def test_a_temp_write_that_fails_changes_no_file(tmp_path: Path, files: int, call: str,
                                                  error: int, words: str) -> None:
-    before = _stale_workspace(tmp_path, files)
+    before = _stale_law_bytes(tmp_path, files)
     for at in sorted({1, files // 2 + 1, files}):
         with _failing(call, error, at):
             result = runner.invoke(app, REKEY)
@@ -258,7 +258,7 @@ def test_a_temp_write_that_fails_changes_no_file(tmp_path: Path, files: int, cal
 @pytest.mark.parametrize("error", [errno.EACCES, errno.ENOSPC, errno.EXDEV])
 def test_a_rename_that_fails_leaves_the_files_before_it_new_and_the_rest_old(
         tmp_path: Path, error: int) -> None:
-    before = _stale_workspace(tmp_path, 4)
+    before = _stale_law_bytes(tmp_path, 4)
     with _failing("replace", error, 3):
         result = runner.invoke(app, REKEY)
     one_line_exit_2(result, os.strerror(error), "run again")
@@ -277,7 +277,7 @@ def test_a_rename_that_fails_leaves_the_files_before_it_new_and_the_rest_old(
                                              ("replace", errno.EACCES)])
 def test_a_fit_whose_write_fails_leaves_the_out_file_as_it_was(tmp_path: Path, call: str,
                                                                error: int) -> None:
-    before = _stale_workspace(tmp_path, 1)
+    before = _stale_law_bytes(tmp_path, 1)
     (tmp_path / "cap.csv").write_text(CAPTURE)
     with _failing(call, error, 1):
         result = runner.invoke(app, ["fit", "cap.csv", "--formula", "host_s ~ 1 + bs",
@@ -289,7 +289,7 @@ def test_a_fit_whose_write_fails_leaves_the_out_file_as_it_was(tmp_path: Path, c
 
 
 def test_short_writes_still_write_every_byte(tmp_path: Path) -> None:
-    before = _stale_workspace(tmp_path, 3)
+    before = _stale_law_bytes(tmp_path, 3)
     real_write = os.write
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))

@@ -140,9 +140,9 @@ def test_a_file_swapped_for_a_fifo_mid_walk_is_an_error_not_a_hang(engine: Path)
 
 @pytest.mark.parametrize("command", [["digest"], ["digest", "--manifest"], ["digest", "--json"],
                                      ["check"], ["rekey", "--why", "x"]])
+@pytest.mark.usefixtures("stale_workspace")
 def test_an_unreadable_engine_file_is_exit_2_and_one_line_and_nothing_is_written(
         tmp_path: Path, command: list[str]) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     before = {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()}
     with _denied(b"step.py"):
         result = runner.invoke(app, command)
@@ -152,9 +152,9 @@ def test_an_unreadable_engine_file_is_exit_2_and_one_line_and_nothing_is_written
 
 
 @pytest.mark.parametrize("command", [["digest"], ["check"], ["rekey", "--why", "x"]])
+@pytest.mark.usefixtures("stale_workspace")
 def test_an_engine_file_vanishing_mid_walk_is_exit_2_and_one_line_and_nothing_is_written(
         tmp_path: Path, command: list[str]) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     before = {p: p.read_bytes() for p in (tmp_path / "laws").iterdir()}
     with _vanishing(b"step.py"):
         result = runner.invoke(app, command)

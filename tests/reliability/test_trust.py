@@ -24,8 +24,8 @@ from testing.workspaces import OLD, law_text, make_workspace
 runner = CliRunner()
 
 
+@pytest.mark.usefixtures("stale_workspace")
 def test_rekey_refuses_to_write_a_file_over_the_cap_and_writes_nothing(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2, stale=True)
     path = tmp_path / "laws" / "big.yaml"
     text = law_text(key=OLD)
     path.write_text(text + "#" * (lawbytes.MAX_BYTES - len(text) - 200) + "\n")
@@ -56,12 +56,12 @@ def test_a_fifo_at_the_cache_path_cannot_hang_check(tmp_path: Path) -> None:
 HUGE_BLOB = 300 << 20  # streamed into git (bigFileThreshold) from a sparse file: no 300 MB in RAM
 
 
+@pytest.mark.usefixtures("workspace")
 def test_review_refuses_a_huge_law_blob_by_its_size_without_reading_it(tmp_path: Path) -> None:
     import subprocess
 
     from testing.reliability import run_bounded
 
-    make_workspace(tmp_path, 2)
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-c", "core.bigFileThreshold=1m", *args], cwd=tmp_path,
@@ -313,9 +313,9 @@ def test_in_a_workspace_an_error_still_names_the_config_keys(tmp_path: Path) -> 
 # -- rekey says what check says of a law it has nothing to do for (issue 14 item 17) ----------
 
 
+@pytest.mark.usefixtures("workspace")
 def test_rekey_reports_a_body_edited_law_at_the_target_and_exits_as_check_does(
         tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     path = tmp_path / "laws" / "cell00001.yaml"
     path.write_text(path.read_text().replace('name: "schedule"', 'name: "sched"', 1))
     check = runner.invoke(app, ["check"])
@@ -336,8 +336,8 @@ def test_rekey_reports_a_body_edited_law_at_the_target_and_exits_as_check_does(
     assert [p["kind"] for p in json.loads(doc.stdout)["problems"]] == ["body-edited"]
 
 
+@pytest.mark.usefixtures("workspace")
 def test_checks_fix_line_names_the_commands_or_is_left_out(tmp_path: Path) -> None:
-    make_workspace(tmp_path, 2)
     path = tmp_path / "laws" / "cell00001.yaml"
     path.write_text(path.read_text().replace('name: "schedule"', 'name: "sched"', 1))
     lines = runner.invoke(app, ["check"]).stdout.splitlines()
