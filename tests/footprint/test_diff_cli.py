@@ -12,15 +12,14 @@ from typer.testing import CliRunner
 from lawkit.cli import app
 from lawkit.config import load_workspace
 from lawkit.footprint.document import (
-    FileRecord,
     Footprint,
-    UnitRecord,
     encode_footprint,
     write_footprint,
 )
 from lawkit.footprint.trees import work_tree_sources
-from lawkit.footprint.units import MODULE, units_of
+from lawkit.footprint.units import MODULE
 from lawkit.footprint.verdict import FootprintDiff, UnitChange
+from testing.footprints import model_footprint
 
 SAMPLER = b"""TOP_K = 50
 def sample(logits, top_k=TOP_K):
@@ -57,13 +56,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _footprint(root: Path, schema: int = 2) -> Footprint:
     tree = work_tree_sources(load_workspace(config=root / "lawkit.toml").digest)
-    files = {}
-    for rel, data in tree.files.items():
-        units = {u.qualname: UnitRecord(u.digest, *RAN.get((rel, u.qualname), ((), ())))
-                 for u in units_of(data, schema)}
-        files[rel] = FileRecord(tree.sha256(rel), units)
-    return Footprint("atom", tree.digest, ("python", "run.py"), 1, files, python="3.12.1",
-                     regions=("sample_s", "schedule_s"), schema=schema)
+    return model_footprint(tree, RAN, regions=("sample_s", "schedule_s"), schema=schema)
 
 
 def _diff(*args: str) -> tuple[int, str, str]:
@@ -85,7 +78,8 @@ def test_diff_json_gives_each_regions_verdict_beside_the_footprints(engine: Path
     assert doc["regions"] == {"sample_s": "steps", "schedule_s": "untouched"}
     assert doc["units"] == [{"path": "atom/sampler.py", "unit": "sample", "change": "changed",
                              "phases": ["steps"], "regions": ["sample_s"],
-                             "counts_as": "steps", "layout_only": False}]
+                             "startup_regions": [], "counts_as": "steps",
+                             "layout_only": False}]
     code, out, _ = _diff()
     assert code == 1
     assert out.splitlines()[1] == "regions: sample_s steps, schedule_s untouched"

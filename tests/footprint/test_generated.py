@@ -21,11 +21,12 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, sort_phases
+from lawkit.footprint.document import Footprint, sort_phases
 from lawkit.footprint.regions import law_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import MODULE, units_of
 from lawkit.footprint.verdict import diff_footprint
+from testing.footprints import model_footprint
 
 PATH = "atom/gen.py"
 FILENAME = "/generated/atom/gen.py"
@@ -130,15 +131,10 @@ def _run(source: str) -> tuple[dict[str, Any], _Tracer]:
 
 
 def _footprint(source: bytes, tracer: _Tracer) -> Footprint:
-    tree = SourceTree("d1", {PATH: source}, "recorded")
-    units = {}
-    for u in units_of(source):
-        phases, regions = tracer.ran.get(u.qualname, (set(), set()))
-        units[u.qualname] = UnitRecord(u.digest, sort_phases(phases), tuple(sorted(regions)))
+    ran = {(PATH, unit): (sort_phases(phases), tuple(sorted(regions)))
+           for unit, (phases, regions) in tracer.ran.items()}
     seen = sorted({r for phases, regions in tracer.ran.values() for r in regions})
-    return Footprint("atom", "d1", ("python", "run.py"), 1,
-                     {PATH: FileRecord(tree.sha256(PATH), units)}, python="3.12.1",
-                     regions=tuple(seen))
+    return model_footprint(SourceTree("d1", {PATH: source}, "recorded"), ran, regions=tuple(seen))
 
 
 def _module(order: list[str], edit: tuple[str, str, str] | None = None) -> str:

@@ -19,16 +19,13 @@ from lawkit.config import Workspace, load_workspace
 from lawkit.footprint.binding import law_file_verdict
 from lawkit.footprint.document import (
     MAX_FILE_BYTES,
-    FileRecord,
-    Footprint,
-    UnitRecord,
     decode_footprint,
     read_footprint,
     write_footprint,
 )
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import work_tree_sources
-from lawkit.footprint.units import units_of
+from testing.footprints import model_footprint
 
 CAPTURES = "batch_size,step_s\n" + "".join(f"{b},{0.001 + 0.0001 * b}\n" for b in range(1, 9))
 pytestmark = pytest.mark.timeout(60)  # a FIFO waited on, or /dev/zero read to its end, hangs
@@ -43,12 +40,8 @@ def engine(engine: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     model, not recorded) and captures, as the working directory."""
     root = engine
     ws = load_workspace(config=root / "lawkit.toml")
-    tree = work_tree_sources(ws.digest)
-    files = {rel: FileRecord(tree.sha256(rel), {u.qualname: UnitRecord(u.digest, ("startup",))
-                                                for u in units_of(data)})
-             for rel, data in tree.files.items()}
-    write_footprint(Footprint("atom", tree.digest, ("python", "run.py"), 1, files,
-                              python="3.12.1"), root / "fp.json")
+    write_footprint(model_footprint(work_tree_sources(ws.digest), default=(("startup",), ())),
+                    root / "fp.json")
     (root / "captures.csv").write_text(CAPTURES)
     monkeypatch.chdir(root)
     return root

@@ -8,8 +8,9 @@ import json
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, decode_footprint
 from lawkit.footprint.regions import file_verdict, law_verdict, region_verdicts, worst_verdict
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.units import MODULE, units_of
+from lawkit.footprint.units import MODULE
 from lawkit.footprint.verdict import FootprintDiff, diff_footprint
+from testing.footprints import model_footprint
 
 ENGINE = {
     "atom/sampler.py": b"def sample(x):\n    return x\n\n\ndef debug_dump():\n    return 0\n",
@@ -32,16 +33,7 @@ REGIONS = ("*", "sample_s", "schedule_s")
 
 
 def _footprint(files: dict[str, bytes], regions: tuple[str, ...] = REGIONS) -> Footprint:
-    tree = SourceTree("d1", files, "recorded")
-    records = {}
-    for path, source in files.items():
-        units = {}
-        for u in units_of(source):
-            phases, ran_in = RAN.get((path, u.qualname), ((), ()))
-            units[u.qualname] = UnitRecord(u.digest, phases, ran_in)
-        records[path] = FileRecord(tree.sha256(path), units)
-    return Footprint("atom", "d1", ("python", "run.py"), 1, records, python="3.12.1",
-                     regions=regions)
+    return model_footprint(SourceTree("d1", files, "recorded"), RAN, regions=regions)
 
 
 def _diff(fp: Footprint, edits: dict[str, tuple[bytes, bytes]]) -> FootprintDiff:
