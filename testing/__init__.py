@@ -1,6 +1,8 @@
 """Helpers shared by the tests and the benchmarks, never imported by lawkit itself.
 
-- `workspaces`: law files and workspaces with correct body hashes (tests and bench/).
+- `workspaces`: law files and workspaces with correct body hashes (tests and bench/), a
+  workspace committed to git, a folder to fit captures in, a snapshot of the files below one.
+- `footprints`: footprints built from the document model, as a recorder would write them.
 - `reliability`: bounded runs, the one-line error's shape, crash trials (tests and bench/).
 - `samples`: sample law-file text.
 - `lawrepo`: the one git runner, and repositories of an engine and its law files built

@@ -80,6 +80,17 @@ def files_below(folder: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
+def make_fit_folder(root: Path, engine: dict[str, bytes] | None = None) -> Path:
+    """A folder to fit captures in: lawkit.toml, an empty laws/ and, given `engine`, that
+    engine tree below engine/ for `--captured-on current`."""
+    (root / "laws").mkdir(parents=True, exist_ok=True)
+    (root / "lawkit.toml").write_text('laws = "laws"\n'
+                                      + ('[digest]\nroot = "engine"\n' if engine else ""))
+    if engine:
+        make_engine(root / "engine", engine)
+    return root
+
+
 def make_workspace(root: Path, files: int = 3, *, stale: bool = False,
                    provenance: str = "fit") -> Workspace:
     """A workspace with `lawkit.toml`, an engine tree and `files` law files below `laws/`.

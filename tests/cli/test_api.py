@@ -15,17 +15,14 @@ from typer.testing import CliRunner
 
 import lawkit
 from lawkit.cli import app
+from testing.workspaces import ENGINE, make_fit_folder
 
 runner = CliRunner()
 
 
 def _workspace(root: Path) -> Path:
     """A workspace whose engine digests to the test vector 8927e824, with captures."""
-    (root / "engine" / "atom" / "engine").mkdir(parents=True)
-    (root / "engine" / "atom" / "__init__.py").write_text("")
-    (root / "engine" / "atom" / "engine" / "step.py").write_text("x = 1\n")
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n[digest]\nroot = "engine"\n')
+    make_fit_folder(root, ENGINE)
     rows = [{"phase": phase, "num_seqs": s, "host_s": (0.002 if phase == "prefill" else 0.001)
              + 1e-4 * s + (1e-6 if s % 2 else -1e-6)}
             for phase in ("prefill", "decode") for s in range(1, 33)]

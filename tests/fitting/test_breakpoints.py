@@ -15,16 +15,14 @@ from hypothesis import strategies as st
 import lawkit
 from lawkit.errors import FitError
 from lawkit.fitting.breakpoints import MAX_CANDIDATES, candidates
+from testing.workspaces import make_fit_folder
 
 BS = np.arange(8, 129, 8).astype(float)  # the step sits between 56 and 64: K = 60
 TOKENS = np.arange(1024, 8193, 512).astype(float)  # the hinge between 4096 and 4608: K = 4352
 
 
 def _workspace(root: Path, *, jump_after: float = 60.0, noise: float = 1e-7) -> Path:
-    (root / "engine" / "atom").mkdir(parents=True, exist_ok=True)
-    (root / "engine" / "atom" / "__init__.py").write_text("x = 1\n")
-    (root / "laws").mkdir(exist_ok=True)
-    (root / "lawkit.toml").write_text('laws = "laws"\n[digest]\nroot = "engine"\n')
+    make_fit_folder(root, {"atom/__init__.py": b"x = 1\n"})
     bs, tokens = (a.ravel() for a in np.meshgrid(BS, TOKENS))
     rng = np.random.default_rng(1)
     host = (0.002 + 1e-5 * bs + 4e-4 * (bs > jump_after) + 2e-7 * np.maximum(0, tokens - 4352)

@@ -13,16 +13,14 @@ from typer.testing import CliRunner
 import lawkit
 from lawkit.cli import app
 from lawkit.fitting import breakpoints
+from testing.workspaces import make_fit_folder
 
 runner = CliRunner()
 BS = np.repeat(np.arange(8, 129, 8), 3).astype(float)
 
 
 def _workspace(root: Path, files: int = 1) -> Path:
-    (root / "engine" / "atom").mkdir(parents=True)
-    (root / "engine" / "atom" / "__init__.py").write_text("x = 1\n")
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n[digest]\nroot = "engine"\n')
+    make_fit_folder(root, {"atom/__init__.py": b"x = 1\n"})
     rng = np.random.default_rng(3)
     host = 0.002 + 1e-5 * BS + 4e-4 * (BS > 60) + rng.normal(0, 2e-5, BS.size)
     frame = pd.DataFrame({"batch_size": BS, "sampler_s": host})

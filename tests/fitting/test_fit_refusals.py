@@ -15,13 +15,13 @@ import yaml
 from typer.testing import CliRunner
 
 from lawkit.cli import app
+from testing.workspaces import make_fit_folder
 
 runner = CliRunner()
 
 
 def _workspace(root: Path, batch_sizes: list[float]) -> Path:
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n')
+    make_fit_folder(root)
     rng = np.random.default_rng(5)
     bs = np.repeat(np.asarray(batch_sizes, dtype=float), 4)
     frame = pd.DataFrame({"batch_size": bs, "sampler_s": 0.002 + 1e-5 * bs

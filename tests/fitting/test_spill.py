@@ -27,14 +27,14 @@ from lawkit.fitting import local, methods, progress, source, spill
 from lawkit.fitting.captures.chunks import Chunk
 from lawkit.fitting.captures.read import read_captures
 from lawkit.fitting.fit import FitRequest, fit_laws
+from testing.workspaces import make_fit_folder
 
 CHUNK = 97  # rows per streamed chunk: many blocks, cut where no row group would be
 DIGEST = "5e1f00d2"
 
 
 def _workspace(root: Path, rows: int = 1500) -> Workspace:
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n')
+    make_fit_folder(root)
     rng = np.random.default_rng(11)
     frame = pd.DataFrame({
         "phase": rng.choice(["prefill", "decode"], rows),

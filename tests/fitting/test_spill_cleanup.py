@@ -21,6 +21,7 @@ import pytest
 from lawkit.config import Workspace, load_workspace
 from lawkit.fitting import spill
 from lawkit.fitting.fit import FitRequest, fit_laws
+from testing.workspaces import make_fit_folder
 
 PAUSING_FIT = textwrap.dedent("""
     import sys, time
@@ -43,8 +44,7 @@ PAUSING_FIT = textwrap.dedent("""
 
 
 def _workspace(root: Path) -> Workspace:
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n')
+    make_fit_folder(root)
     seqs = np.arange(1, 301)
     lines = ["num_seqs,host_s,atom", *(f"{n},{1e-3 + 2e-5 * n:.9f},5e1f00d2" for n in seqs)]
     (root / "caps.csv").write_text("\n".join(lines) + "\n")

@@ -23,6 +23,7 @@ from lawkit.lawfiles.lawfile import Law, parse
 from lawkit.lawfiles.lawwrite import flow_mapping
 from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning
 from lawkit.lawfiles.terms import TERM_PATTERN, TermError, format_knot, parse_term
+from testing.workspaces import make_fit_folder
 
 DECODE = {"1": 1.9e-3, "batch_size": 2.2e-5, "num_tokens": 4.0e-8, "step(batch_size,60)": 3.5e-4,
           "batch_size:hinge(num_tokens,4096)": 1.0e-9}
@@ -181,10 +182,7 @@ def test_a_formula_takes_breakpoints_and_auto_is_a_placeholder_the_design_refuse
 
 
 def _workspace(root: Path) -> Path:
-    (root / "engine" / "atom").mkdir(parents=True)
-    (root / "engine" / "atom" / "__init__.py").write_text("x = 1\n")
-    (root / "laws").mkdir()
-    (root / "lawkit.toml").write_text('laws = "laws"\n[digest]\nroot = "engine"\n')
+    make_fit_folder(root, {"atom/__init__.py": b"x = 1\n"})
     rng = np.random.default_rng(1)
     bs = np.repeat(np.arange(8, 129, 8), 4).astype(float)
     tokens = rng.integers(100, 8000, bs.size).astype(float)
