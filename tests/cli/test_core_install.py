@@ -21,15 +21,15 @@ CORE_BUDGET_MB = 40
 PLACEHOLDER = "/path/to/lawkit"
 
 
-def _readme_install(extra: str = "") -> list[str]:
-    """The README's `pip install` of lawkit by its path (`extra`: "[fit]", ...), as words."""
-    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+def _documented_install(extra: str = "") -> list[str]:
+    """docs/adopting.md's `pip install` of lawkit by its path (`extra`: "[fit]", ...), as words."""
+    for line in (REPO / "docs" / "adopting.md").read_text(encoding="utf-8").splitlines():
         if not line.startswith("pip install "):
             continue
         words = shlex.split(line, comments=True)
         if words[:2] == ["pip", "install"] and words[2:] == [PLACEHOLDER + extra]:
             return words
-    raise AssertionError(f"README.md gives no `pip install {PLACEHOLDER}{extra}` line")
+    raise AssertionError(f"docs/adopting.md gives no `pip install {PLACEHOLDER}{extra}` line")
 
 
 def _site_packages(env: Path) -> Path:
@@ -42,7 +42,7 @@ def _size_mb(folder: Path) -> float:
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(a venv holding lawkit installed as the README says, by its path, an empty venv), made
+    """(a venv holding lawkit installed as docs/adopting.md says, by its path, an empty venv), made
     once for the module."""
     base = tmp_path_factory.mktemp("venvs")
     source = base / "src"
@@ -51,15 +51,15 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     empty, env = base / "empty", base / "core"
     venv.create(empty, with_pip=True)
     venv.create(env, with_pip=True)
-    words = [str(source) if word == PLACEHOLDER else word for word in _readme_install()]
+    words = [str(source) if word == PLACEHOLDER else word for word in _documented_install()]
     subprocess.run([env / "bin" / "python", "-m", *words, "-q", "--disable-pip-version-check"],
                    check=True)
     return env, empty
 
 
-def test_the_readme_installs_each_extra_by_the_same_path_quoted_for_the_shell() -> None:
+def test_the_adoption_guide_installs_each_extra_by_the_same_path_quoted_for_the_shell() -> None:
     for extra in ("[fit]", "[all]"):
-        assert _readme_install(extra)[2] == f"{PLACEHOLDER}{extra}"
+        assert _documented_install(extra)[2] == f"{PLACEHOLDER}{extra}"
 
 
 def _run(env: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
