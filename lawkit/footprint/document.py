@@ -6,7 +6,8 @@
      "files": {"<relpath>": {"sha256": "...",
                              "units": {"<qualname>": {"digest": "...", "phases": [...],
                                                       "regions": [...],
-                                                      "startup_regions": [...]}}}}}
+                                                      "startup_regions": [...],
+                                                      "code": "...", "normal": 1}}}}}
 
 JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
 hashed file is listed, with the phases in which it ran (empty when it did not run), the regions
@@ -65,6 +66,11 @@ class UnitRecord:
     """The regions it ran in at start-up (``"*"``: no region open)."""
     shutdown: bool = False
     """It ran in a shutdown, and in no phase that counts."""
+    code: str | None = None
+    """The sha256 of the unit's code in lawkit's normal form (``units.codes_of``); None when
+    not recorded (an older footprint, a file that is not valid Python)."""
+    normal: int | None = None
+    """The version of that normal form (``units.NORMAL`` when lawkit wrote it)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ def _unit_json(u: UnitRecord) -> dict[str, Any]:
                            "startup_regions": list(u.startup_regions)}
     if u.shutdown:
         doc["shutdown"] = True
+    if u.code is not None and u.normal is not None:
+        doc["code"], doc["normal"] = u.code, u.normal
     return doc
 
 
@@ -291,9 +299,13 @@ def _parse(doc: Any, where: str) -> Footprint:
             if not isinstance(shutdown, bool):
                 raise FootprintError(f"{uat}.shutdown: expected true or false, got "
                                      f"{shutdown!r}", path=where)
+            code, normal = unit.get("code"), unit.get("normal")
+            if code is not None or normal is not None:  # a unit's code in a normal form
+                code = _typed(unit, "code", str, where, uat)
+                normal = _typed(unit, "normal", int, where, uat)
             records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
                                        sort_phases(set(phases)), tuple(sorted(set(regions))),
-                                       tuple(sorted(set(startup))), shutdown)
+                                       tuple(sorted(set(startup))), shutdown, code, normal)
         parsed[relpath] = FileRecord(sha, records)
     if schema == 1:
         return Footprint(key, digest, tuple(command), processes, parsed, recorder="coverage",

@@ -39,7 +39,7 @@ from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRec
 from lawkit.footprint.errors import RecordRefused
 from lawkit.footprint.ran import phases_of_units, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources
-from lawkit.footprint.units import Unit, units_of
+from lawkit.footprint.units import NORMAL, Unit, codes_of, units_of
 
 # coverage.py warns in every process that imports no engine code; those warnings say nothing
 # about the footprint.
@@ -161,6 +161,7 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     seen: set[str] = set()
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
         units = units_of(tree.files[rel])
+        codes = codes_of(tree.files[rel]) or {}
         contexts = _phases_of_units(units, measurement, path)
         records = {}
         for u in units:
@@ -170,7 +171,8 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
             phases = sort_phases({p for p, _ in ran})
             records[u.qualname] = UnitRecord(
                 u.digest, phases, regions, _regions_in(ran, "startup"),
-                shutdown=not phases and any(p == "shutdown" for p, _ in ran))
+                shutdown=not phases and any(p == "shutdown" for p, _ in ran),
+                code=codes.get(u.qualname), normal=NORMAL if u.qualname in codes else None)
         files[rel] = FileRecord(tree.sha256(rel), records)
     if not any(u.phases for f in files.values() for u in f.units.values()):
         raise RecordRefused(f"no hashed engine file ran under {ws.rel(root)}: is the command "

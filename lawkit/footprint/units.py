@@ -36,8 +36,10 @@ import gc
 import hashlib
 import io
 import tokenize
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 MODULE = "<module>"
 """The qualified name of a file's module-body unit."""
@@ -268,6 +270,98 @@ def _header_lines(node: _DefNode) -> frozenset[int]:
     if start > last:
         last = start - 1
     return frozenset(range(first, last + 1))
+
+
+NORMAL = 1
+"""The version of the normal form `codes_of` hashes (docs/footprints.md): a footprint's unit
+``"code"`` is compared only with codes of the same ``"normal"``."""
+
+
+def codes_of(source: bytes) -> Mapping[str, str] | None:
+    """Each unit's code digest, by qualified name: the sha256 of the unit's code in a normal
+    form that leaves out comments, blank lines, docstrings and positions (version `NORMAL`);
+    None when the file is not valid Python.
+
+    The whole file is parsed (with its declared encoding). A function is its definition's
+    syntax tree; a module body or class shell its own statements, each member replaced where it
+    stood by its kind, name and header (decorators, arguments, annotations, bases), as a unit's
+    bytes hold it. Every function's, class's and module's leading docstring (a plain string
+    literal standing first in the body) is dropped; an f-string, or any other expression
+    statement, is code. The dump names each node's fields in sorted order and leaves out those
+    that are empty or None, so that 3.11, 3.12 and 3.13 give the same bytes for the same code.
+    """
+    return _codes_cached(source)
+
+
+@functools.lru_cache(maxsize=16)
+def _codes_cached(source: bytes) -> Mapping[str, str] | None:
+    try:
+        with warnings.catch_warnings():  # 3.12 warns of an invalid escape such as "\d"
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+        top = _collect(tree.body, prefix="", holder=MODULE, seen={})
+        out = {MODULE: _code_digest(tree, top)}
+        todo = list(top)
+        while todo:
+            d = todo.pop()
+            out[d.qualname] = _code_digest(d.node, d.members)
+            todo += d.members
+    except (SyntaxError, ValueError, RecursionError):  # ValueError: a null byte
+        return None
+    return MappingProxyType(out)
+
+
+def _code_digest(node: ast.AST, members: list[_Def]) -> str:
+    marks = {id(m.node): _short_name(m) for m in members}
+    return hashlib.sha256(_dump(node, marks).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_HEADER_FIELDS = ("decorator_list", "args", "returns", "bases", "keywords", "type_params")
+
+
+def _dump(node: object, marks: dict[int, str]) -> str:
+    """A node as text, without positions; the members in ``marks`` as their headers only."""
+    if isinstance(node, list):
+        return "[" + ",".join(_dump(n, marks) for n in node) + "]"
+    if not isinstance(node, ast.AST):
+        return repr(node)  # a constant's value, a name, an operator's field
+    fields = sorted(node._fields)
+    kind = type(node).__name__
+    if id(node) in marks:  # a member, where it stands in its body: its header runs there
+        kind = f"{kind} {marks[id(node)]}"
+        fields = [f for f in fields if f in _HEADER_FIELDS]
+    parts = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if name == "body" and isinstance(node, _SCOPES) and isinstance(value, list):
+            value = value[1:] if value and _is_docstring(value[0]) else value
+        elif name == "values" and isinstance(node, ast.JoinedStr):
+            value = _joined_parts(node.values)
+        if value is None or (isinstance(value, list) and not value):
+            continue  # 3.12 added empty `type_params`; 3.13's dump leaves out empty fields
+        parts.append(f"{name}={_dump(value, marks)}")
+    return f"{kind}({','.join(parts)})"
+
+
+def _joined_parts(values: list[ast.expr]) -> list[ast.expr | str]:
+    """An f-string's parts with its literal text joined and empty text left out (3.12 ends a
+    format spec holding a field with an empty string; others split text differently)."""
+    out: list[ast.expr | str] = []
+    for v in values:
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            if out and isinstance(out[-1], str):
+                out[-1] += v.value
+            elif v.value:
+                out.append(v.value)
+        else:
+            out.append(v)
+    return out
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and \
+        isinstance(stmt.value.value, str)
 
 
 def layout_only(old: bytes, new: bytes, schema: int = 2) -> bool:

@@ -1,12 +1,11 @@
-"""What a change touches: a footprint's units compared with a target tree, and the verdict.
+"""What a change touches: a footprint's units compared with a target tree.
 
 Each unit of the footprint is unchanged, ``changed`` (its digest differs) or ``absent`` (its
-file or its qualified name is gone); each unit of the target the footprint lacks is ``new``. A
-changed or absent unit counts as the phases it ran in (``steps`` before ``startup``, else
-``not run``); a new unit counts as ``steps`` when a class shell or module body holding it ran,
-and every unit of a new hashed file counts as ``steps``. The verdict is ``steps`` if any unit
-counts as steps, else ``startup`` if any counts as startup, else ``untouched``; ``unknown``
-when there is no footprint to compare with.
+file or its qualified name is gone); each unit of the target the footprint lacks is ``new``;
+what each counts as, and the verdicts, are `lawkit.footprint.lawverdict`'s rules. A changed
+unit is layout only when its code in the normal form (``units.codes_of``) is the one the
+footprint recorded; a footprint without it (or of another ``normal``) is answered from the
+recorded file's bytes (``old_source``, git history), and without those the change is code.
 
 Units are cut by the footprint's own schema (``units.units_of(..., schema=)``): a schema-1
 footprint is compared with schema-1 digests, which cannot see a statement moved across a
@@ -22,48 +21,22 @@ from typing import Any
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, printable
 from lawkit.footprint.document import Footprint, UnitRecord
+from lawkit.footprint.lawverdict import (
+    LAYOUT_ONLY,
+    VERDICTS,
+    UnitChange,
+    counts_as,
+    law_verdict,
+    verdict_of,
+)
 from lawkit.footprint.trees import SourceTree, rev_sources, work_tree_sources
-from lawkit.footprint.units import Unit, layout_only, units_of
+from lawkit.footprint.units import MODULE, NORMAL, Unit, codes_of, layout_only, units_of
 
-VERDICTS = ("untouched", "startup", "steps", "unknown")
+__all__ = ["VERDICTS", "FootprintDiff", "OldSource", "UnitChange", "diff_footprint",
+           "diff_rev", "diff_work_tree"]
 
 OldSource = Callable[[str, str], bytes | None]
 """Finds a file's bytes as the footprint saw them, from (relpath, sha256); None if unknown."""
-
-
-@dataclass(frozen=True)
-class UnitChange:
-    """One changed, absent or new unit, and what it counts as."""
-
-    path: str
-    unit: str
-    change: str  # "changed" | "absent" | "new"
-    phases: tuple[str, ...]
-    counts_as: str  # "steps" | "startup" | "not run"
-    layout_only: bool = False
-    regions: tuple[str, ...] = ()
-    """The regions the unit ran in (schema 2; ``"*"``: in steps with no region open)."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The unit as in `footprint diff --json`."""
-        return {"path": self.path, "unit": self.unit, "change": self.change,
-                "phases": list(self.phases), "regions": list(self.regions),
-                "counts_as": self.counts_as, "layout_only": self.layout_only}
-
-    def ran(self) -> str:
-        """How the unit ran, as a person says it: ``ran in steps``, ``never ran``, ``new``."""
-        if self.change == "new":
-            return "new"
-        if not self.phases:
-            return "never ran"
-        return "ran " + " and ".join("at start-up" if p == "startup" else "in steps"
-                                     for p in self.phases)
-
-    def line(self) -> str:
-        """One line of `footprint diff`'s text output."""
-        extra = "  (layout, comments or docstrings only)" if self.layout_only else ""
-        return printable(f"{self.change:<8} {self.path}  {self.unit}  {self.ran()}: counts as "
-                         f"{self.counts_as}{extra}")
 
 
 @dataclass(frozen=True)
@@ -77,6 +50,12 @@ class FootprintDiff:
     units: tuple[UnitChange, ...]
     schema: int = 2
     """The footprint's schema, whose digests the units were compared with."""
+    regions: tuple[str, ...] = ()
+    """The regions the footprint saw in steps (``"*"`` included when it occurred)."""
+
+    def law(self, target: str) -> tuple[str | None, str]:
+        """A law's region (None: it has none) and its verdict (``lawverdict.law_verdict``)."""
+        return law_verdict(self.regions, self.units, target)
 
     def summary(self) -> str:
         """The units behind the verdict, as a person says it: ``no unit changed``, ``1 unit
@@ -92,9 +71,10 @@ class FootprintDiff:
         text = ", ".join([head, *(f"{n} {word}" for n, word in parts[1:])])
         if len(self.units) <= _NAMED:
             return printable(text + ": " + ", ".join(
-                f"{u.unit} ({'gone, ' if u.change == 'absent' else ''}{u.ran()})"
+                f"{u.unit} ({'gone, ' if u.change == 'absent' else ''}{u.ran()}"
+                f"{', layout only' if u.counts_as == LAYOUT_ONLY else ''})"
                 for u in self.units))
-        counted = [(n, what) for what in ("steps", "startup", "not run")
+        counted = [(n, what) for what in ("steps", "startup", "not run", LAYOUT_ONLY)
                    if (n := sum(1 for u in self.units if u.counts_as == what))]
         (n, what), *rest = counted
         return f"{text}; {n} count as {what}" + "".join(f", {n} as {w}" for n, w in rest)
@@ -125,21 +105,6 @@ _NAMED = 3
 _CHANGE_WORDS = {"changed": "changed", "absent": "gone", "new": "new"}
 
 
-def counts_as(phases: tuple[str, ...] | list[str]) -> str:
-    """What a changed or absent unit that ran in ``phases`` counts as."""
-    if "steps" in phases:
-        return "steps"
-    return "startup" if "startup" in phases else "not run"
-
-
-def verdict_of(changes: tuple[UnitChange, ...] | list[UnitChange]) -> str:
-    """The verdict of a set of unit changes: steps, startup or untouched."""
-    kinds = {c.counts_as for c in changes}
-    if "steps" in kinds:
-        return "steps"
-    return "startup" if "startup" in kinds else "untouched"
-
-
 def diff_footprint(footprint: Footprint, target: SourceTree,
                    old_source: OldSource | None = None) -> FootprintDiff:
     """Compare a footprint with a target tree, unit by unit."""
@@ -151,43 +116,74 @@ def diff_footprint(footprint: Footprint, target: SourceTree,
             changes += [UnitChange(path, u.qualname, "new", (), "steps")
                         for u in units_of(target.files[path], schema)]
         elif path not in target.files:
-            changes += [_gone(path, name, u) for name, u in record.units.items()]
+            changes += [_gone(path, name, u, record.units) for name, u in record.units.items()]
         elif target.sha256(path) != record.sha256:
-            old = old_source(path, record.sha256) if old_source is not None else None
-            changes += _file_changes(path, record.units, units_of(target.files[path], schema),
-                                     old, schema)
+            old = _Lazy(old_source, path, record.sha256)
+            changes += _file_changes(path, record.units, target.files[path], old, schema)
     return FootprintDiff(verdict_of(changes), footprint.digest, target.digest, footprint.key,
-                         tuple(changes), schema)
+                         tuple(changes), schema, footprint.regions)
 
 
-def _gone(path: str, name: str, rec: UnitRecord) -> UnitChange:
+class _Lazy:
+    """The recorded bytes of one file, looked up (in git history) only when asked."""
+
+    def __init__(self, old_source: OldSource | None, path: str, sha256: str) -> None:
+        self._args = (old_source, path, sha256)
+        self._units: dict[str, Unit] | None = None
+
+    def units(self, schema: int) -> dict[str, Unit]:
+        if self._units is None:
+            find, path, sha256 = self._args
+            data = find(path, sha256) if find is not None else None
+            self._units = {u.qualname: u for u in units_of(data, schema)} \
+                if data is not None else {}
+        return self._units
+
+
+def _gone(path: str, name: str, rec: UnitRecord, recorded: Mapping[str, UnitRecord],
+          ) -> UnitChange:
+    # A class shell holds members whose names start with its own; one without members is
+    # taken for a function, which loses nothing: its holder, a body, changed or went with it
+    # and ran wherever it ran.
+    body = name == MODULE or any(other.startswith(name + ".") for other in recorded)
     return UnitChange(path, name, "absent", rec.phases, counts_as(rec.phases),
-                      regions=rec.regions)
+                      regions=rec.regions, startup_regions=rec.startup_regions, body=body)
 
 
-def _file_changes(path: str, recorded: Mapping[str, UnitRecord], now: list[Unit],
-                  old: bytes | None, schema: int) -> list[UnitChange]:
+def _file_changes(path: str, recorded: Mapping[str, UnitRecord], source: bytes, old: _Lazy,
+                  schema: int) -> list[UnitChange]:
     """The changes within one file that both sides hold."""
+    now = units_of(source, schema)
     by_name = {u.qualname: u for u in now}
-    old_units = {u.qualname: u for u in units_of(old, schema)} if old is not None else {}
     changes: list[UnitChange] = []
     for name, rec in recorded.items():
         unit = by_name.get(name)
         if unit is None:
-            changes.append(_gone(path, name, rec))
+            changes.append(_gone(path, name, rec, recorded))
         elif unit.digest != rec.digest:
-            before = old_units.get(name)
-            layout = before is not None and before.digest == rec.digest and \
-                layout_only(before.data, unit.data, schema)
-            changes.append(UnitChange(path, name, "changed", rec.phases, counts_as(rec.phases),
-                                      layout, rec.regions))
+            layout = _layout_only(rec, unit, source, old, schema)
+            changes.append(UnitChange(path, name, "changed", rec.phases,
+                                      counts_as(rec.phases, layout), layout, rec.regions,
+                                      rec.startup_regions, unit.kind in ("module", "class")))
     for unit in now:
         if unit.qualname not in recorded:
             holder_ran = any(recorded[h].phases for h in _holders(unit, by_name)
                              if h in recorded)
             changes.append(UnitChange(path, unit.qualname, "new", (),
-                                      "steps" if holder_ran else "not run"))
+                                      "steps" if holder_ran else "not run",
+                                      body=unit.kind != "function"))
     return changes
+
+
+def _layout_only(rec: UnitRecord, unit: Unit, source: bytes, old: _Lazy, schema: int) -> bool:
+    """Whether a changed unit's code is the recorded one: by the normal form the footprint
+    keeps, else by the recorded bytes found in history, else not (a change of code)."""
+    if rec.code is not None and rec.normal == NORMAL and schema == 2:
+        codes = codes_of(source)
+        return codes is not None and codes.get(unit.qualname) == rec.code
+    before = old.units(schema).get(unit.qualname)
+    return before is not None and before.digest == rec.digest and \
+        layout_only(before.data, unit.data, schema)
 
 
 def _holders(unit: Unit, by_name: Mapping[str, Unit]) -> list[str]:

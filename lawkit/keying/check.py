@@ -43,8 +43,10 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     """Each stale file's footprint verdict where it names a footprint and the verdict is known
-    (docs/footprints.md), with the laws whose verdict is not untouched: what the fix line
-    recommends, a re-key or a refit."""
+    (docs/footprints.md), with the laws whose verdict is not untouched, each with its own
+    (`sampling (sample_s) steps`): what the fix line recommends, a re-key or a refit."""
+    laws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Each of those files' laws with its verdict, as `rekey` and `review` give them."""
 
     @property
     def ok(self) -> bool:
@@ -92,8 +94,8 @@ class CheckReport:
         return {"key": self.key, "digest": self.digest, "files": len(self.files), "ok": self.ok,
                 "problems": [asdict(p) for p in self.problems],
                 "fix": (self.fix_line() or "").removeprefix("fix: ") or None,
-                "verdicts": {path: {"verdict": verdict, "laws": list(laws)}
-                             for path, (verdict, laws) in self.verdicts.items()}}
+                "verdicts": {path: {"verdict": verdict, "laws": self.laws.get(path, [])}
+                             for path, (verdict, _laws) in self.verdicts.items()}}
 
     def json_text(self) -> str:
         """`to_json` serialised."""
@@ -140,22 +142,29 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
     stale = {p.path for p in problems if p.kind == "stale"}
     bound = [(name, raw) for name, (raw, _entry, _known) in zip(shown, read, strict=True)
              if name in stale and isinstance(raw, bytes) and b"footprint" in raw]
-    return CheckReport(key=key, digest=digest, files=shown, problems=problems,
-                       verdicts=_verdicts(ws, bound) if bound else {})
+    report = CheckReport(key=key, digest=digest, files=shown, problems=problems)
+    if bound:
+        _add_verdicts(ws, bound, report)
+    return report
 
 
-def _verdicts(ws: Workspace, files: list[tuple[str, bytes]],
-              ) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The footprint verdict of stale files that name a footprint, against the work tree, with
-    their laws that are not untouched; files whose verdict is unknown are left out."""
+def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckReport) -> None:
+    """The footprint verdict of stale files that name a footprint, against the work tree, and
+    each of their laws' (the verdicts `rekey` and `review` give); files whose verdict is
+    unknown are left out."""
     from lawkit.footprint.history import git_old_source
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying.footprints import verdicts_of
 
     judged = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
                          old_source=git_old_source(ws.digest))
-    return {v.path: (v.verdict, tuple(law.name for law in v.laws if law.verdict != "untouched"))
-            for v in judged if v.verdict != "unknown"}
+    for v in judged:
+        if v.verdict == "unknown":
+            continue
+        report.verdicts[v.path] = (v.verdict, tuple(
+            f"{law.name} ({law.target}) {law.verdict}" for law in v.laws
+            if law.verdict != "untouched"))
+        report.laws[v.path] = [law.to_json() for law in v.laws]
 
 
 def read_law_file(path: str | Path, shown: str, key: str, cache: CheckCache | None,

@@ -19,6 +19,7 @@ from lawkit.config import Workspace
 from lawkit.errors import LawkitError, printable
 from lawkit.footprint.binding import ReadFile, bound_footprint
 from lawkit.footprint.document import Footprint
+from lawkit.footprint.lawverdict import worst_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 from lawkit.lawfiles import yamlsafe
@@ -133,8 +134,6 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
     """
     from functools import cache
 
-    from lawkit.footprint import regions
-
     tree = cache(target)
     seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
     out = []
@@ -155,9 +154,9 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
         if footprint is None or diff is None:
             out.append(FileVerdict(shown, "unknown", path, laws=_unknown(shown, laws)))
             continue
-        judged = tuple(LawVerdict(shown, name, law_target, *regions.law_verdict(
-            footprint, diff, law_target)) for name, law_target in laws)
-        verdict = regions.worst_verdict(v.verdict for v in judged) if judged else diff.verdict
+        judged = tuple(LawVerdict(shown, name, law_target, *diff.law(law_target))
+                       for name, law_target in laws)
+        verdict = worst_verdict(v.verdict for v in judged) if judged else diff.verdict
         out.append(FileVerdict(shown, verdict, path, diff, footprint, judged))
     return out
 

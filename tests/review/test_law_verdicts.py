@@ -176,11 +176,12 @@ def test_check_s_fix_line_names_the_refit_with_the_verdict_and_the_laws_it_touch
     assert result.exit_code == 1, result.output
     assert result.stdout.splitlines() == [
         f"laws/host.yaml:6: stale: names {OLD}, the engine is at {NEW}",
-        "fix: refit laws/host.yaml (footprint verdict steps: sampling, whole step): "
-        "lawkit fit CAPTURE... --out laws/host.yaml"]
+        "fix: refit laws/host.yaml (footprint verdict steps: sampling (sample_s) steps, "
+        "whole step (step_s) steps): lawkit fit CAPTURE... --out laws/host.yaml"]
     document = json.loads(lawkit("check", "--json").stdout)
-    assert document["verdicts"] == {
-        "laws/host.yaml": {"verdict": "steps", "laws": ["sampling", "whole step"]}}
+    assert document["verdicts"] == {"laws/host.yaml": {"verdict": "steps", "laws": [
+        {"file": "laws/host.yaml", "name": name, "target": target, "region": region,
+         "verdict": verdict} for name, target, region, verdict in EXPECTED]}}
 
 
 def test_check_s_fix_line_is_the_rekey_when_the_change_touches_nothing_that_ran(

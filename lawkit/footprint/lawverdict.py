@@ -1,0 +1,141 @@
+"""The verdict rules, in one home: what a changed unit counts as, the verdict of a whole
+footprint, and each law's (docs/footprints.md). `check`, `footprint diff`, `rekey` and `review`
+all come here, through `law_verdict`.
+
+A unit of the footprint that a change touches is ``changed``, ``absent`` or ``new``
+(`UnitChange`). A changed unit whose code is the same once comments, blank lines, docstrings
+and positions are left out counts as ``layout only`` and moves no verdict. Otherwise a changed
+or absent unit counts as ``steps`` if it ran in steps, else ``startup`` if it ran at start-up,
+else ``not run`` (a run only in shutdown is none); a new unit counts as ``steps`` when the
+module body or class shell holding it ran.
+
+The footprint's verdict (`verdict_of`) is ``steps`` if a unit counts as steps, else
+``startup`` if one counts as startup, else ``untouched``. A law with a region R (its target,
+when the footprint saw a region of that name in steps) is judged on the units that could move
+R's time (`law_verdict`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lawkit.errors import printable
+from lawkit.footprint import ANY_REGION
+
+VERDICTS = ("untouched", "startup", "steps", "unknown")
+"""From best to worst."""
+LAYOUT_ONLY = "layout only"
+"""What a changed unit whose code did not change counts as."""
+
+
+@dataclass(frozen=True)
+class UnitChange:
+    """One changed, absent or new unit, and what it counts as."""
+
+    path: str
+    unit: str
+    change: str  # "changed" | "absent" | "new"
+    phases: tuple[str, ...]
+    counts_as: str  # "steps" | "startup" | "not run" | "layout only"
+    layout_only: bool = False
+    regions: tuple[str, ...] = ()
+    """The regions the unit ran in during steps (``"*"``: no region open)."""
+    startup_regions: tuple[str, ...] = ()
+    """The regions it ran in at start-up (``"*"``: no region open)."""
+    body: bool = False
+    """A module body or class shell: it defines state for every region."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The unit as in `footprint diff --json`."""
+        return {"path": self.path, "unit": self.unit, "change": self.change,
+                "phases": list(self.phases), "regions": list(self.regions),
+                "counts_as": self.counts_as, "layout_only": self.layout_only}
+
+    def ran(self) -> str:
+        """How the unit ran, as a person says it: ``ran in steps``, ``never ran``, ``new``."""
+        if self.change == "new":
+            return "new"
+        if not self.phases:
+            return "never ran"
+        return "ran " + " and ".join("at start-up" if p == "startup" else "in steps"
+                                     for p in self.phases)
+
+    def line(self) -> str:
+        """One line of `footprint diff`'s text output."""
+        extra = "  (comments, blank lines or docstrings only)" if self.layout_only else ""
+        return printable(f"{self.change:<8} {self.path}  {self.unit}  {self.ran()}: counts as "
+                         f"{self.counts_as}{extra}")
+
+
+def counts_as(phases: Iterable[str], layout_only: bool = False) -> str:
+    """What a changed or absent unit that ran in ``phases`` counts as."""
+    if layout_only:
+        return LAYOUT_ONLY
+    ran = set(phases)
+    if "steps" in ran:
+        return "steps"
+    return "startup" if "startup" in ran else "not run"
+
+
+def verdict_of(changes: Iterable[UnitChange]) -> str:
+    """The verdict of a whole footprint from its unit changes: steps, startup or untouched."""
+    kinds = {c.counts_as for c in changes}
+    if "steps" in kinds:
+        return "steps"
+    return "startup" if "startup" in kinds else "untouched"
+
+
+def law_verdict(regions: Iterable[str], changes: Iterable[UnitChange],
+                target: str) -> tuple[str | None, str]:
+    """A law's region (None: it has none) and its verdict, from the regions the footprint saw
+    in steps and the unit changes: the one verdict of a law, wherever it is shown.
+
+    A law whose target is no region the footprint saw takes the whole footprint's verdict.
+    For a law with region R: ``steps`` if a changed or absent unit ran in steps in R or with
+    no region open (``"*"``), or a new unit counts as steps; else ``startup`` if one ran at
+    start-up in ``"*"`` or in R; else ``untouched``. Layout-only changes count for nothing.
+    """
+    units = list(changes)
+    if target == ANY_REGION or target not in set(regions):
+        return None, verdict_of(units)
+    startup = False
+    for u in units:
+        if u.counts_as in (LAYOUT_ONLY, "not run"):
+            continue
+        if u.change == "new":
+            return target, "steps"  # it could run anywhere: it counts for every region
+        if {target, ANY_REGION} & steps_regions(u):
+            return target, "steps"
+        startup |= bool({target, ANY_REGION} & startup_regions(u))
+    return target, "startup" if startup else "untouched"
+
+
+def steps_regions(u: UnitChange) -> set[str]:
+    """The regions a unit counts in during steps."""
+    if "steps" not in u.phases:
+        return set()
+    # A module body or class shell defines state every region reads; a unit that ran in steps
+    # with no region recorded (a footprint listing regions, but not this unit's) could have
+    # run anywhere.
+    if u.body or not u.regions:
+        return {ANY_REGION}
+    return set(u.regions)
+
+
+def startup_regions(u: UnitChange) -> set[str]:
+    """The regions a unit counts in at start-up."""
+    if "startup" not in u.phases:
+        return set()
+    # Start-up regions narrow a unit only when it also ran in steps: code that ran only at
+    # start-up (module constants, `__init__`, a warm-up's one-off set-up) may have left state
+    # that every region reads. A footprint without start-up regions had none open.
+    if u.body or "steps" not in u.phases or not u.startup_regions:
+        return {ANY_REGION}
+    return set(u.startup_regions)
+
+
+def worst_verdict(verdicts: Iterable[str]) -> str:
+    """The worst of some verdicts (``untouched`` < ``startup`` < ``steps`` < ``unknown``)."""
+    return max(verdicts, key=VERDICTS.index)
