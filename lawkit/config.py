@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -11,8 +12,10 @@ from typing import Any
 
 from lawkit.errors import ConfigError, LawkitError, printable
 
-_TOP_KEYS = {"laws", "digest"}
+CONFIG_NAME = "lawkit.toml"
+_TOP_KEYS = {"laws", "digest", "score"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
+_SCORE_KEYS = {"max_mape"}
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _LOWER_HEX = re.compile(r"[0-9a-f]*\Z")
 
@@ -25,6 +28,14 @@ def digest_problem(value: object, length: int) -> str | None:
     if isinstance(value, str) and len(value) == length and _LOWER_HEX.match(value):
         return None
     return f"expected a digest of {length} lowercase hex characters, as lawkit digest prints it"
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot name the field of `host.key` a digest fills, or None."""
+    if _KEY_NAME.match(key):
+        return None
+    return ("expected a field name like 'atom' (letters, digits, _ and -, not starting with a "
+            "digit)")
 
 
 def require_digest(value: str, shown: str, length: int) -> str:
@@ -50,12 +61,7 @@ class ConfigSource:
         workspace, instead, that no config was found, where lawkit looked and what to create,
         since keys of a file that does not exist are no way on."""
         if self.path is None:
-            looked = ", ".join(str(p) for p in self.searched)
-            start = self.searched[0] if self.searched else Path.cwd()
-            return ("no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found (looked "
-                    f"in {looked}), so the defaults apply: create {start / 'lawkit.toml'} with "
-                    'laws = "laws" and a [digest] table naming the engine\'s root and packages '
-                    '(root = "src", packages = ["yourengine"]), or pass --config')
+            return no_config_advice(self.searched)
         if self.path.name != "pyproject.toml":
             text = text.replace("[tool.lawkit.digest] ", "[digest] ").replace(
                 "[tool.lawkit] ", "")
@@ -92,6 +98,8 @@ class Workspace:
     config_path: Path | None
     laws: Path
     digest: DigestConfig
+    max_mape: float | None = None
+    """`lawkit score`'s threshold when `--max-mape` is not given (`[score] max_mape`)."""
 
     def advice(self, text: str) -> str:
         """`text`, advice naming config keys, as `ConfigSource.advice` gives it."""
@@ -110,16 +118,34 @@ class Workspace:
         return printable(str(path))
 
 
+def no_config_advice(searched: tuple[Path, ...]) -> str:
+    """That no config was found, where lawkit looked, and the one next step: `lawkit init`."""
+    looked = ", ".join(str(p) for p in searched[:3]) + (", ..." if len(searched) > 3 else "")
+    start = searched[0] if searched else Path.cwd()
+    return ("no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found (looked in "
+            f"{looked}), so the defaults apply (packages [\"atom\"], key atom): run lawkit "
+            f"init --package YOURENGINE in {start} to write one (or pass --config)")
+
+
+def config_in(folder: Path) -> Path | None:
+    """The config `folder` itself holds: its `lawkit.toml`, else its `pyproject.toml` when that
+    has `[tool.lawkit]`."""
+    candidate = folder / CONFIG_NAME
+    if candidate.is_file():
+        return candidate
+    candidate = folder / "pyproject.toml"
+    if candidate.is_file() and "tool" in (doc := _read_toml(candidate)) and \
+            isinstance(doc["tool"], dict) and "lawkit" in doc["tool"]:
+        return candidate
+    return None
+
+
 def find_config(start: Path) -> Path | None:
     """The first `lawkit.toml` or `pyproject.toml` with `[tool.lawkit]` walking up from `start`."""
     for folder in (start, *start.parents):
-        candidate = folder / "lawkit.toml"
-        if candidate.is_file():
-            return candidate
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "tool" in (doc := _read_toml(candidate)) and \
-                isinstance(doc["tool"], dict) and "lawkit" in doc["tool"]:
-            return candidate
+        found = config_in(folder)
+        if found is not None:
+            return found
     return None
 
 
@@ -209,7 +235,7 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
         raise ConfigError(f"{dprefix}.length: expected 4..64 hex characters, got {length}",
                           path=str(path))
     key = _get(digest_section, "key", str, "atom", dprefix, path)
-    if not _KEY_NAME.match(key):
+    if key_problem(key) is not None:
         raise ConfigError(f"{dprefix}.key: expected a field name like 'atom', got {key!r}",
                           path=str(path))
     digest = DigestConfig(
@@ -223,7 +249,25 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
     )
     if not digest.packages or not digest.include:
         raise ConfigError(f"{dprefix}: packages and include must not be empty", path=str(path))
-    return Workspace(root=base.absolute(), config_path=path, laws=laws.absolute(), digest=digest)
+    return Workspace(root=base.absolute(), config_path=path, laws=laws.absolute(), digest=digest,
+                     max_mape=_score_threshold(section, prefix, path))
+
+
+def _score_threshold(section: dict[str, Any], prefix: str, path: Path) -> float | None:
+    """`[score] max_mape`: a fraction (0.1 is 10%), None when not set."""
+    score = section.get("score", {})
+    sprefix = f"{prefix}.score" if prefix else "score"
+    if not isinstance(score, dict):
+        raise ConfigError(f"{sprefix}: expected a table", path=str(path))
+    _reject_unknown(score, _SCORE_KEYS, sprefix, path)
+    value = score.get("max_mape")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or not 0 <= value <= 1:
+        raise ConfigError(f"{sprefix}.max_mape: expected a fraction from 0 to 1 (0.1 is 10%), "
+                          f"got {value!r}", path=str(path))
+    return float(value)
 
 
 def _reject_unknown(section: dict[str, Any], known: set[str], prefix: str, path: Path) -> None:

@@ -239,7 +239,7 @@ def test_no_config_found_says_what_to_write_not_which_docs_page_to_read(tmp_path
     result = _invoke("check")
     assert result.exit_code == 2, result.output
     assert "docs/" not in result.stderr
-    assert 'root = "src", packages = ["yourengine"]' in result.stderr, result.stderr
+    assert "run lawkit init --package YOURENGINE in " in result.stderr, result.stderr
 
 
 def test_a_law_file_keyed_by_another_field_names_the_key_it_holds(tmp_path: Path) -> None:
