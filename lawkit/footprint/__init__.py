@@ -86,6 +86,11 @@ class Recorder(Protocol):
     def executing(self, code: object) -> None:
         """Code is about to be executed (the ``exec`` audit event and its kin)."""
 
+    def code_copied(self, filename: object) -> None:
+        """A code object of file ``filename`` is being built (``types.CodeType``,
+        ``code.replace``: the ``code.__new__`` audit event): a copy of engine code, such as the
+        one a frame evaluator (TorchDynamo) runs, whose runs must count for its unit."""
+
     def thread_started(self, args: tuple[Any, ...]) -> None:
         """A thread is being started from Python (its audit event's arguments)."""
 

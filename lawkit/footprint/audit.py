@@ -20,6 +20,7 @@ checks in, or is refused. Non-Python children are not asked to.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import re
 import shlex
@@ -27,10 +28,10 @@ import shutil
 import stat
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lawkit.footprint import Recorder
+from lawkit.footprint import Context, Recorder, current_phase, open_regions
 
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*[tdm]?(\.exe)?")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
@@ -48,10 +49,12 @@ _OPERATORS = "();<>|&\n"
 _DEPTH = 8  # shells, script files and #! lines within one another
 _SCRIPT_BYTES = 1 << 20
 """The most of a script file read for the commands it runs."""
-_CODE_EVENTS = {"exec", "object.__setattr__", "function.__new__"}
+_CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+"""Files read as Python code (source, bytecode, extension modules), never as data."""
+_CODE_EVENTS = {"exec", "object.__setattr__", "function.__new__", "code.__new__"}
 _THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
 """A thread started from Python (the second is 3.13's, for ``threading.Thread``)."""
-_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
+_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "open",
            *_CODE_EVENTS, *_THREAD_EVENTS}
 
 
@@ -61,9 +64,14 @@ class ChildWatch:
     started it) the command this process started."""
 
     def __init__(self, env_needed: Mapping[str, str], site: str,
-                 recorder: Recorder | None = None) -> None:
+                 recorder: Recorder | None = None,
+                 hashed: Callable[[str], bool] | None = None) -> None:
         self._needed = dict(env_needed)
         self._recorder = recorder
+        self._hashed = hashed
+        self.opened: dict[str, set[Context]] = {}
+        """The hashed files that are not Python opened by this process, with the phase and
+        regions of each open (DESIGN 13: such a file ran where it was opened)."""
         self._site = site
         self._own = os.path.realpath(sys.executable) if sys.executable else ""
         self._local = threading.local()
@@ -79,12 +87,18 @@ class ChildWatch:
         if event not in _EVENTS:
             return
         recorder = self._recorder
+        if event == "open":
+            if self._hashed is not None:
+                self._open(args[0])
+            return
         if event in _THREAD_EVENTS:
             if recorder is not None:
                 recorder.thread_started(args)
         elif event in _CODE_EVENTS:  # code that may run: the recorder's, not a child
             if recorder is None:
                 pass
+            elif event == "code.__new__":  # types.CodeType(...), code.replace(...)
+                recorder.code_copied(args[1])
             elif event != "object.__setattr__":  # exec, types.FunctionType(code, ...)
                 recorder.executing(args[0])
             elif args[1] == "__code__":  # fn.__code__ = code.replace(...)
@@ -95,6 +109,24 @@ class ChildWatch:
             except Exception:  # an audit hook must never break the engine
                 self.children.append({"command": [event],
                                       "problem": "lawkit could not read it"})
+
+    def _open(self, path: object) -> None:
+        """A file is being opened: note it where it is a hashed file that is not Python."""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or path.endswith(_CODE_SUFFIXES):
+            return  # a descriptor, or Python code read (an import, a traceback): it runs
+        if not os.path.isabs(path):
+            path = os.path.join(os.getcwd(), path)
+        assert self._hashed is not None
+        if self._hashed(path):
+            self.opened.setdefault(path, set()).add((current_phase(), open_regions()))
+
+    def opened_files(self) -> list[list[Any]]:
+        """``[path, phase, regions]`` for each file `opened` and context it was opened in
+        (`record` keeps the hashed ones)."""
+        return [[path, phase, list(regions)]
+                for path, contexts in self.opened.items() for phase, regions in contexts]
 
     def exec(self, path: Any, argv: Any, env: Mapping[Any, Any] | None) -> int:
         """Note the image an exec is about to start (before this one saves); how many

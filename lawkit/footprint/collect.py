@@ -61,6 +61,8 @@ class Measurement:
     modules: list[dict[str, str]] = field(default_factory=list)
     regions: set[str] = field(default_factory=set)
     recorders: set[str] = field(default_factory=set)
+    opened: dict[str, set[Context]] = field(default_factory=dict)
+    """Files under a hashed package's folder that are not Python, opened, by real path."""
 
 
 def read_markers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
@@ -122,6 +124,9 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
+        for path, phase, regions in saved.get("opened", []):
+            opened = measurement.opened.setdefault(os.path.realpath(path), set())
+            opened.add((phase, tuple(regions)))
     _check_children(COMMAND, command)
     _check_children_checked_in(markers, command)
     if "coverage" in measurement.recorders:

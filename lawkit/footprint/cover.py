@@ -100,6 +100,9 @@ class CoverageRecorder:
     def executing(self, code: object) -> None:
         """Nothing to arm: the tracer sees every hashed file."""
 
+    def code_copied(self, filename: object) -> None:
+        """Nothing to arm: the tracer sees every frame of a hashed file, copies too."""
+
     def thread_started(self, args: tuple[Any, ...]) -> None:
         """Nothing: `start` wrapped the thread starters, which switch the context."""
 

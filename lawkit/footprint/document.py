@@ -23,7 +23,9 @@ A reader that does not know ``shutdown`` reads such a unit as not run, which is 
 
 A footprint without ``startup_regions`` (written before they were recorded) is read as every
 start-up run having had no region open: ``startup_regions`` is ``["*"]`` for a unit that ran at
-start-up. A schema-1 file (no
+start-up. A unit whose runs were assumed, not seen, says why in ``"assumed"``
+(``"compiled"``, ``"unseen"``): it is listed as run in steps with no region open. A schema-1
+file (no
 ``recorder``, ``python``, ``regions``, ``unhashed``; units without ``regions``) is still read:
 its ``schema`` is 1, and its unit digests are schema 1's (``units.units_of(..., schema=1)``).
 """
@@ -71,6 +73,11 @@ class UnitRecord:
     not recorded (an older footprint, a file that is not valid Python)."""
     normal: int | None = None
     """The version of that normal form (``units.NORMAL`` when lawkit wrote it)."""
+    assumed: str = ""
+    """Why its phases and regions were assumed, not seen: ``"compiled"`` (a function under a
+    source-compiling decorator, a JIT, whose own code never ran as Python) or ``"unseen"`` (a
+    hashed file that is not Python, never seen opened): it counts as run in steps with no region
+    open, ``"*"``. Empty: seen."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,8 @@ def _unit_json(u: UnitRecord) -> dict[str, Any]:
         doc["shutdown"] = True
     if u.code is not None and u.normal is not None:
         doc["code"], doc["normal"] = u.code, u.normal
+    if u.assumed:
+        doc["assumed"] = u.assumed
     return doc
 
 
@@ -305,7 +314,8 @@ def _parse(doc: Any, where: str) -> Footprint:
                 normal = _typed(unit, "normal", int, where, uat)
             records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
                                        sort_phases(set(phases)), tuple(sorted(set(regions))),
-                                       tuple(sorted(set(startup))), shutdown, code, normal)
+                                       tuple(sorted(set(startup))), shutdown, code, normal,
+                                       assumed=_assumed(unit, where, uat))
         parsed[relpath] = FileRecord(sha, records)
     if schema == 1:
         return Footprint(key, digest, tuple(command), processes, parsed, recorder="coverage",
@@ -317,6 +327,11 @@ def _parse(doc: Any, where: str) -> Footprint:
                      unhashed=tuple(sorted(set(_strings(doc, "unhashed", where,
                                                         optional=True)))),
                      schema=2)
+
+
+def _assumed(unit: dict[str, Any], where: str, at: str) -> str:
+    """A unit's ``assumed`` (empty when absent: seen)."""
+    return str(_typed(unit, "assumed", str, where, at)) if "assumed" in unit else ""
 
 
 def _strings(doc: dict[str, Any], name: str, where: str, at: str = "", *,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -159,19 +160,25 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
             _refuse_unhashed(ws, filename, root)
     files: dict[str, FileRecord] = {}
     seen: set[str] = set()
+    linked = _linked(by_path, tree, measurement)
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
         units = units_of(tree.files[rel])
         codes = codes_of(tree.files[rel]) or {}
         contexts = _phases_of_units(units, measurement, path)
         records = {}
         for u in units:
-            ran = contexts[u.qualname]
+            ran = contexts[u.qualname] | linked.get(path, set())
+            if not rel.endswith(".py"):  # data: it ran where it was opened (one unit)
+                ran |= measurement.opened.get(path, set())
+            assumed = _assumed(u, rel, ran)
+            if assumed:
+                ran.add(("steps", ()))
             regions = _regions_in(ran, "steps")
             seen |= set(regions)
             phases = sort_phases({p for p, _ in ran})
             records[u.qualname] = UnitRecord(
                 u.digest, phases, regions, _regions_in(ran, "startup"),
-                shutdown=not phases and any(p == "shutdown" for p, _ in ran),
+                shutdown=not phases and any(p == "shutdown" for p, _ in ran), assumed=assumed,
                 code=codes.get(u.qualname), normal=NORMAL if u.qualname in codes else None)
         files[rel] = FileRecord(tree.sha256(rel), records)
     if not any(u.phases for f in files.values() for u in f.units.values()):
@@ -182,6 +189,50 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                      recorder=recorder, python=platform.python_version(),
                      regions=tuple(sorted(seen | measurement.regions)),
                      unhashed=tuple(sorted(unhashed)))
+
+
+def _linked(by_path: dict[str, str], tree: SourceTree,
+            measurement: Measurement) -> dict[str, set[Context]]:
+    """Each hashed symlink to a hashed file (``fast.py -> impl_v1.py``, hashed as its link
+    text), with every context its target ran in: a module imported through the link runs under
+    the target's real path, and re-pointing the link changes what runs."""
+    linked: dict[str, set[Context]] = {}
+    for path in by_path:
+        if not os.path.islink(path):
+            continue
+        target = os.path.realpath(path)
+        rel = by_path.get(target)
+        if rel is None or target == path:
+            continue
+        ran = _phases_of_units(units_of(tree.files[rel]), measurement, target)
+        linked[path] = set().union(*ran.values())
+    return linked
+
+
+COMPILING = frozenset({"jit", "njit", "script", "compile", "autotune", "heuristics",
+                       "vectorize", "guvectorize", "cfunc", "stencil", "generated_jit",
+                       "kernel", "prim_func"})
+"""Decorator names (the last part of a dotted name: ``triton.jit``, ``torch.jit.script``,
+``numba.njit``, ``torch.compile``, ``cute.kernel``) of compilers that build a function from its
+source, so its own code never runs as Python."""
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_DEF = re.compile(rb"^\s*(async\s+)?def\b", re.MULTILINE)
+
+
+def _assumed(u: Unit, rel: str, ran: set[Context]) -> str:
+    """Why a unit counts as run in steps with no region open though that was not seen:
+    ``"unseen"`` for a hashed file that is not Python and was never seen opened (native code
+    may read it), ``"compiled"`` for a function under a source-compiling decorator that did
+    not run in steps as Python (a JIT runs it through its wrapper); else empty."""
+    if not rel.endswith(".py"):
+        return "" if ran else "unseen"
+    if u.kind != "function" or any(p == "steps" for p, _ in ran):
+        return ""
+    found = _DEF.search(u.data)
+    header = u.data[:found.start() if found else 0].decode("utf-8", "replace")
+    names = {part for line in header.splitlines() if line.lstrip().startswith("@")
+             for name in _NAME.findall(line) for part in name.split(".")}
+    return "compiled" if names & COMPILING else ""
 
 
 def _regions_in(ran: set[Context], phase: str) -> tuple[str, ...]:

@@ -96,7 +96,8 @@ def _start(folder: str) -> None:
             return
         _ping()
         _children = ChildWatch(needed_env(os.environ),
-                               os.path.dirname(os.path.abspath(__file__)), _recorder)
+                               os.path.dirname(os.path.abspath(__file__)), _recorder,
+                               lawkit.footprint.hashed_files(tuple(_roots())))
         _markers._phase = phase
         _markers._recorder = _recorder
         _children.install()
@@ -178,6 +179,7 @@ def _save() -> None:
         names = [n for n in os.environ.get(NAMES_ENV, "").split(os.pathsep) if n]
         _write_json(_marker + ".done", {
             "recorder": _recorder.name, "runs": _recorder.runs(),
+            "opened": _children.opened_files(),
             "children": _children.children, "turned_off": _recorder.turned_off,
             "regions": sorted(_recorder.regions), "steps_again": _recorder.steps_again,
             "modules": _loaded_modules(_roots(), names)})

@@ -94,6 +94,12 @@ class SysMonRecorder:
         self._disarmed: dict[int, CodeType] = {}
         """The code objects disarmed so: armed again in a forked child, which starts over."""
         self._raw_threads = False
+        self._copies = False
+        """A copy of hashed code was built (``code.__new__``): its runs fire no local event,
+        so ``PY_START`` and ``PY_RESUME`` are set for every code object, filtered to hashed
+        files (`_on_any_start`)."""
+        self._set_events: Callable[..., None] = mon.set_events  # before `start` guards it
+        self._register: Callable[..., Any] = mon.register_callback
         """A thread was started with ``_thread.start_new_thread`` (not listed by threading)."""
 
     def start(self) -> None:
@@ -120,6 +126,27 @@ class SysMonRecorder:
             return
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
             self._arm(code)
+
+    def code_copied(self, filename: object) -> None:
+        """A code object of ``filename`` is being built (``types.CodeType``, ``code.replace``):
+        a hashed one is a copy of engine code that a frame evaluator (PEP 523: TorchDynamo)
+        may run with no audit event, its original never starting. From then on every code
+        object's start fires (`_on_any_start`), so that the copy's runs count for the unit it
+        came from (by file, qualified name and first line, as the original's would)."""
+        if self._copies or not isinstance(filename, str) or not self._hashed(filename):
+            return
+        self._copies = True
+        mon = self._mon
+        with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+            self._register(TOOL_ID, mon.events.PY_START, self._on_any_start)
+            self._register(TOOL_ID, mon.events.PY_RESUME, self._on_any_start)
+            self._set_events(TOOL_ID, mon.events.PY_THROW | self._events)
+
+    def _on_any_start(self, code: CodeType, offset: int) -> object:
+        """Any code object started or resumed (once a copy of hashed code was built)."""
+        if not self._hashed(code.co_filename):
+            return self._disable
+        return self._on_start(code, offset)
 
     def _arm(self, code: CodeType) -> None:
         """Set the events on a code object and on every code object nested in it."""
