@@ -478,6 +478,9 @@ def _key_and_digest(key: str | None, digest: str | None) -> tuple[str, str]:
         return names_of((key,), "key")[0], digest
     try:
         ws = load_workspace()
+        if digest is None and ws.config_path is None:
+            raise LawkitError(f"no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was "
+                              f"found from {ws.root}")
         config = ws.digest
         key = key if key is not None else config.key
         if digest is None:
@@ -488,8 +491,9 @@ def _key_and_digest(key: str | None, digest: str | None) -> tuple[str, str]:
             except src_digest.DigestError as exc:
                 raise LawkitError(config.explain(exc)) from None
     except LawkitError as exc:
-        raise CaptureError(f"cannot compute the engine digest for the key column ({exc}): run "
-                           "from the workspace, or pass digest= (and key=)") from None
+        raise CaptureError(f"cannot compute the engine digest for the key column ({exc}): "
+                           "pass digest= (and key=), or run from a workspace (lawkit init "
+                           "starts one)") from None
     problem = digest_problem(digest, config.length)
     if problem is not None:
         raise CaptureError(f"digest={digest!r}: {problem}")

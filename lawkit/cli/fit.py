@@ -27,7 +27,8 @@ def fit(
         help="Capture files (CSV, JSON Lines, Parquet, optionally .gz), folders or globs.",
         show_default=False)],
     out: Annotated[Path, typer.Option(
-        "--out", help="The law file to write; an existing one keeps its other laws.",
+        "--out", help="The law file to write (*.yaml or *.yml); an existing one keeps its "
+        "other laws. Outside the laws folder, lawkit check will not read it.",
         show_default=False)],
     formula: Annotated[list[str] | None, typer.Option(
         "--formula", help="'target ~ 1 + a + b + a:b' ('- 1' or '0 +' drops the intercept); "
@@ -95,8 +96,8 @@ def fit(
     provenance, to a law file.
 
     Start from --formula 'T ~ 1 + batch_size + step(batch_size,auto)' --method ols --by
-    model,tp, and compare forms with --cv batch_size. The law file goes below the laws folder
-    (*.yaml or *.yml), where lawkit check reads it.
+    model,tp, and compare forms with --cv batch_size. The law file is written where --out
+    says; lawkit check reads those below the workspace's laws folder.
 
     Exit 0 when written; 2 for a bad capture, formula or flag: then nothing is written.
     """
@@ -119,6 +120,8 @@ def fit(
 
             check_plot_path(plot)
         report = lib.run_fit(request, ws)
+        if report.outside is not None and not quiet:
+            typer.echo(f"lawkit: note: {report.outside}", err=True)
         if json:
             print_json(report.to_json())
         elif not quiet:

@@ -31,7 +31,9 @@ def score(
         "\"tp == 4 and batch_size >= 64\".", show_default=False)] = None,
     max_mape: Annotated[str | None, typer.Option(
         "--max-mape", metavar="<fraction>", help="Fail (exit 1) when a law's MAPE exceeds this "
-        "fraction: 0.1, or 10% (a number above 1 needs the %).", show_default=False)] = None,
+        "fraction: 0.1, or 10% (a number above 1 needs the %). Default: max_mape under [score] "
+        "in lawkit.toml ([tool.lawkit.score] in pyproject.toml); with neither, no law passes "
+        "or fails.", show_default=False)] = None,
     drop_invalid: Annotated[bool, typer.Option(
         "--drop-invalid", help="Drop rows with a missing, non-finite or negative value in a "
         "column a law uses, and count them, instead of stopping at the first.")] = False,
@@ -45,8 +47,10 @@ def score(
 ) -> None:
     """Score each law on captures: n, MAPE, median and p90 APE, bias, R^2, share outside domain.
 
-    Exit 0 when every scored law is within --max-mape, 1 when one is not (each named on its own
-    line), 2 on bad input or when no law matches any capture row.
+    With a threshold (--max-mape, or [score] max_mape in the config), each law is ok or FAIL;
+    without one, the table has no verdict column. Exit 0 when every scored law is within the
+    threshold (or there is none), 1 when one is not (each named on its own line), 2 on bad
+    input or when no law matches any capture row.
     """
     json = wants_json(json, format)
 

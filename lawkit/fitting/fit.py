@@ -45,7 +45,7 @@ from lawkit.lawfiles import lawfile
 
 def run_fit(request: FitRequest, ws: Workspace) -> FitReport:
     """Fit the laws and write the file; nothing is written when anything fails."""
-    check_out(Path(request.out), ws)  # before the fit: a file check would not read is refused
+    check_out(Path(request.out), ws)  # before the fit: a name check would not read is refused
     report = fit_laws(request, ws)
     write_fit(report, ws)
     return report
@@ -53,10 +53,11 @@ def run_fit(request: FitRequest, ws: Workspace) -> FitReport:
 
 def write_fit(report: FitReport, ws: Workspace) -> None:
     """Write (or merge into) the law file atomically, under the laws' lock: `*.yaml` or
-    `*.yml` below the laws folder, where `lawkit check` reads law files."""
+    `*.yml`, where asked; outside the laws folder of a workspace, `report.outside` says that
+    `lawkit check` will not read it."""
     from lawkit.fitting import lawmerge
 
-    check_out(report.out, ws)
+    report.outside = check_out(report.out, ws)
     lawmerge.write(report, ws)
 
 

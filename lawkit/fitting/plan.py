@@ -64,19 +64,22 @@ def check_request(request: FitRequest, ws: Workspace) -> None:
         raise FitError(f"--captured-on {printable(repr(captured_on))}: {problem} (or 'current')")
 
 
-def check_out(out: Path, ws: Workspace) -> None:
-    """`--out` names a file `lawkit check` reads: `*.yaml` or `*.yml` below the laws folder."""
+def check_out(out: Path, ws: Workspace) -> str | None:
+    """Refuse an `--out` that is not a law file name (`*.yaml` or `*.yml`); a file outside the
+    workspace's laws folder is written where asked, and the note returned says that `lawkit
+    check` will not read it (None: below the laws folder, or no workspace at all)."""
     shown = ws.rel(out)
-    laws = ws.rel(ws.laws)
     if not is_law_file_name(out.name):
         raise FitError(f"--out {shown}: a law file is named *.yaml or *.yml, the only files "
                        f"lawkit check reads: --out {ws.rel(out.with_suffix('.yaml'))}")
+    if ws.config_path is None:
+        return None  # no workspace: a first fit goes where it is told
     try:
         out.resolve().relative_to(ws.laws.resolve())
     except ValueError:
-        raise FitError(f"--out {shown}: outside the laws folder {laws}, the only place lawkit "
-                       f"check reads law files: write it below {laws}/, or point "
-                       "[tool.lawkit] laws at the folder it belongs in") from None
+        return (f"--out {shown} is outside the laws folder {ws.rel(ws.laws)}: lawkit check "
+                "will not read it")
+    return None
 
 
 def _check_text(flag: str, value: str) -> None:

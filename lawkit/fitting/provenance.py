@@ -58,6 +58,12 @@ def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str,
     if len(seen) > 1:
         raise CaptureError("with --allow-mixed-digests, pass --captured-on DIGEST to say which "
                            f"digest the laws are keyed to (the captures name {', '.join(seen)})")
+    if ws.config_path is None:
+        raise CaptureError(f"the captures do not say which engine digest they ran on (no {key!r} "
+                           f"column, no Parquet metadata {METADATA_PREFIX}{key}): pass "
+                           f"--captured-on DIGEST ({ws.digest.length} lowercase hex characters), "
+                           "or run lawkit init to start a workspace, whose lawkit digest (and "
+                           "--captured-on current) names the engine's")
     raise CaptureError(f"the captures do not say which engine digest they ran on (no {key!r} "
                        f"column, no Parquet metadata {METADATA_PREFIX}{key}): pass "
                        "--captured-on DIGEST, or --captured-on current for the workspace's "

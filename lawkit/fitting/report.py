@@ -49,6 +49,9 @@ class FitReport:
     notes: list[str] = field(default_factory=list)
     """What the reader left out of the captures (a torn last line)."""
     written: bool = False
+    outside: str | None = None
+    """Where the file went outside the workspace's laws folder, the note saying that `lawkit
+    check` will not read it (`lawkit fit` prints it on stderr)."""
     text: str = ""
     passes: dict[str, int] = field(default_factory=dict)
     """Reads of the rows: by the scan and per law (`Runner.passes`)."""

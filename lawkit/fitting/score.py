@@ -9,12 +9,14 @@ nothing by itself; no law matching any row is an error. A row whose target cell 
 region the step did not enter, docs/captures.md) is left out of that law
 and counted (`unmeasured`).
 
-A law whose rows all measure 0 has no percentage error at all. Under `--max-mape` it fails
+A law whose rows all measure 0 has no percentage error at all. Under a threshold
+(`--max-mape`, or the config's `[score] max_mape`) it fails
 (exit 1, named on a FAIL line): the gate is there to show that the laws hold, and it cannot show
 that of a law it could not score, which is what a capture pipeline writing zeros produces. It is
 exit 1 and not 2 because nothing is unreadable: zero is a valid duration, the command worked,
 and what it found is a problem with the law's evidence, as a MAPE above the threshold is.
-Without `--max-mape` such a law is "not scored".
+Without a threshold such a law is "not scored", and no law is `ok` or `fail`: each is
+`scored`, and the table has no verdict column.
 
 Capture reading and validation are lawkit.fitting.captures', row selection
 lawkit.lawfiles.where's: a target,
@@ -46,7 +48,9 @@ if TYPE_CHECKING:
     BoolArray = npt.NDArray[np.bool_]
 
 CHUNK_ROWS = 1 << 20
-OK, FAIL, NOT_SCORED = "ok", "fail", "not scored"
+OK, FAIL, NOT_SCORED, SCORED = "ok", "fail", "not scored", "scored"
+"""A law's status: within the threshold, above it, without a score, or scored with no
+threshold to hold it to (neither ok nor fail)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,8 @@ def metrics(y: Any, p: Any, outside: Any = None) -> Metrics:
 
 @dataclass(frozen=True)
 class LawScore:
-    """One law's score and verdict: `ok`, `fail` (MAPE above the threshold) or `not scored`."""
+    """One law's score and verdict: `ok`, `fail` (MAPE above the threshold), `not scored`, or
+    `scored` when there is no threshold."""
 
     name: str
     target: str
@@ -160,6 +165,8 @@ class ScoreReport:
     considered: int
     """Rows left after `--where` (all rows without it)."""
     laws: list[LawScore]
+    threshold_from: str | None = None
+    """Where `max_mape` came from when not from the caller (the config file's name)."""
     data: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     """Per law name, the scored rows' target and feature columns (kept for plots)."""
     models: dict[str, Law] = field(default_factory=dict, repr=False)
@@ -197,15 +204,21 @@ class ScoreReport:
         """The terminal report: a header, a table, then one line per failing law."""
         files = f"{len(self.captures)} capture file{'s' if len(self.captures) != 1 else ''}"
         rows = f"{self.rows} rows" + (f", {self.considered} after --where" if self.where else "")
-        threshold = f", max MAPE {_pct(self.max_mape)}" if self.max_mape is not None else ""
+        threshold = ""
+        if self.max_mape is not None:
+            source = f" ([score] max_mape in {self.threshold_from})" if self.threshold_from \
+                else ""
+            threshold = f", max MAPE {_pct(self.max_mape)}{source}"
         out = [f"lawkit score: {self.law_file} on {files} ({rows}){threshold}"]
         header = ["law", "n", "MAPE", "median", "p90", "bias", "R^2", "outside", ""]
         table = [header]
         for s in self.laws:
             m = s.metrics
+            # no threshold, no verdict: a law is neither ok nor failing by itself
+            verdict = s.status if self.max_mape is not None else ""
             table.append([s.name, str(m.n), _pct(m.mape), _pct(m.median_ape), _pct(m.p90_ape),
                           _pct(m.bias, signed=True), _r2(m.r2), _pct(m.outside_domain, digits=0),
-                          s.status])
+                          verdict])
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         for row in table:
             cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in
@@ -253,8 +266,10 @@ def score(
 ) -> ScoreReport:
     """Score every law of a law file on capture files (see the module docstring).
 
-    Paths are relative to `cwd` (default: the working directory); messages name files relative
-    to the workspace root. `keep_data` keeps the scored rows in the report, for `plot_fit`.
+    The threshold is `max_mape`, else the workspace's `[score] max_mape`, else none: then no
+    law is `ok` or `fail`, each is only `scored` (or `not scored`). Paths are relative to `cwd`
+    (default: the working directory); messages name files relative to the workspace root.
+    `keep_data` keeps the scored rows in the report, for `plot_fit`.
     `quiet=False` shows a progress bar on stderr when it is a terminal.
     """
     from lawkit.fitting.captures.files import find_captures
@@ -267,6 +282,10 @@ def score(
     path = Path(law_path) if Path(law_path).is_absolute() else here / law_path
     law_file = lawfile.load(path, key=ws.digest.key, shown_as=ws.rel(path))
     _check_threshold(max_mape)
+    threshold_from = None
+    if max_mape is None and ws.max_mape is not None:
+        max_mape = ws.max_mape
+        threshold_from = ws.config_path.name if ws.config_path is not None else None
     expr = parse_where(where) if where else None
     files = find_captures(capture_paths, cwd=here, shown=ws.rel)
     spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
@@ -288,6 +307,7 @@ def score(
     report = state.report(law_file, [c.shown for c in files], where=where, max_mape=max_mape,
                           rows=rows, considered=considered)
     report.notes = notes
+    report.threshold_from = threshold_from
     if all(s.metrics.n == 0 for s in report.laws):
         raise CaptureError(_nothing_matched(law_file, rows, considered, where))
     return report
@@ -376,7 +396,9 @@ class _Scoring:
                 m = metrics([], [])
             if m.n == 0 or (m.mape is None and max_mape is None):
                 status = NOT_SCORED
-            elif max_mape is not None and (m.mape is None or m.mape > max_mape):
+            elif max_mape is None:
+                status = SCORED
+            elif m.mape is None or m.mape > max_mape:
                 status = FAIL  # no percentage error cannot pass the gate (module docstring)
             else:
                 status = OK

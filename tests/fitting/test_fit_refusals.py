@@ -105,18 +105,24 @@ def test_out_that_is_not_a_yaml_file_is_refused_naming_the_name_check_reads(
     assert list((root / "laws").iterdir()) == []
 
 
-def test_out_outside_the_laws_folder_is_refused_and_one_below_it_is_written(
+def test_out_outside_the_laws_folder_is_written_with_one_note_on_stderr_that_check_skips_it(
         tmp_path: Path) -> None:
     root = _workspace(tmp_path, [8.0, 16.0, 32.0])
-    code, output = _fit(root, "--formula", "sampler_s ~ 1 + batch_size",
-                        "--out", str(root / "s.yaml"))
-    assert code == 2, output
-    assert output == ("lawkit: error: --out s.yaml: outside the laws folder laws, the only "
-                      "place lawkit check reads law files: write it below laws/, or point "
-                      "[tool.lawkit] laws at the folder it belongs in\n")
-    assert not (root / "s.yaml").exists()
+    result = runner.invoke(app, ["fit", str(root / "caps.csv"), "--config",
+                                 str(root / "lawkit.toml"), "--formula",
+                                 "sampler_s ~ 1 + batch_size", "--out", str(root / "s.yaml")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ("lawkit: note: --out s.yaml is outside the laws folder laws: "
+                             "lawkit check will not read it\n")
+    assert (root / "s.yaml").exists()
+    quiet = runner.invoke(app, ["fit", str(root / "caps.csv"), "--config",
+                                str(root / "lawkit.toml"), "--formula",
+                                "sampler_s ~ 1 + batch_size", "--out", str(root / "s.yaml"),
+                                "-q"])
+    assert (quiet.exit_code, quiet.output) == (0, "")
     (root / "laws" / "cpu").mkdir()
     code, output = _fit(root, "--formula", "sampler_s ~ 1 + batch_size",
                         "--out", str(root / "laws" / "cpu" / "s.YML"))
     assert code == 0, output
+    assert "lawkit check will not read" not in output
     assert (root / "laws" / "cpu" / "s.YML").exists()

@@ -331,3 +331,64 @@ def test_metrics_near_the_float64_limit_are_finite_and_warn_nothing() -> None:
     assert m.r2 is not None and math.isfinite(m.r2)
     far = metrics(np.array([1e300, -1e300]), np.array([-1.5e308, 1.5e308]))
     assert far.mape is not None and far.mape == pytest.approx(1.5e8)
+
+
+# -- the threshold: --max-mape, the config's [score] max_mape, or none -------------------------
+
+
+def test_score_with_no_threshold_prints_no_verdict_column_and_exits_0_however_far_off(
+        tmp_path: Path) -> None:
+    _law_file(tmp_path, [_line_law()])
+    _captures(tmp_path, _exact_rows(3.0))  # the law misses by 67%
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "lawkit score: laws.yaml on 1 capture file (16 rows)"
+    assert lines[2].split() == ["prefill", "8", "66.7%", "66.7%", "66.7%", "-66.7%", "0.1010",
+                                "12%"]
+    assert len(lines) == 3 and "ok" not in result.stdout and "FAIL" not in result.stdout
+    doc = json.loads(runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--json"]).stdout)
+    assert [law["status"] for law in doc["laws"]] == ["scored"]
+
+
+def test_score_with_no_threshold_and_no_matching_row_exits_2(tmp_path: Path) -> None:
+    _law_file(tmp_path, [_line_law()])
+    _captures(tmp_path, [{**row, "phase": "decode"} for row in _exact_rows()])
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
+    assert result.exit_code == 2, result.output
+    assert "matches any capture row" in result.stderr
+
+
+@pytest.mark.parametrize("config,text,shown", [
+    ("lawkit.toml", "[score]\nmax_mape = 0.1\n", "lawkit.toml"),
+    ("pyproject.toml", "[tool.lawkit.score]\nmax_mape = 0.1\n", "pyproject.toml"),
+])
+def test_the_configs_score_max_mape_is_the_threshold_and_the_flag_overrides_it(
+        tmp_path: Path, config: str, text: str, shown: str) -> None:
+    (tmp_path / config).write_text(text)
+    _law_file(tmp_path, [_line_law()])
+    _captures(tmp_path, _exact_rows(1.5))  # the law misses by 33%
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("lawkit score: laws.yaml on 1 capture file (16 rows), max MAPE 10.0% "
+                        f"([score] max_mape in {shown})")
+    assert lines[2].split()[-1] == "fail"
+    assert lines[-1] == "FAIL prefill: MAPE 33.3% > 10.0%"
+    flag = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--max-mape", "40%"])
+    assert flag.exit_code == 0, flag.output
+    assert flag.stdout.splitlines()[0].endswith("max MAPE 40.0%")
+    assert flag.stdout.splitlines()[2].split()[-1] == "ok"
+
+
+@pytest.mark.parametrize("value", ["10", "-0.1", "true", '"10%"', "nan"])
+def test_a_score_max_mape_that_is_not_a_fraction_is_a_config_error_exit_2(
+        tmp_path: Path, value: str) -> None:
+    (tmp_path / "lawkit.toml").write_text(f"[score]\nmax_mape = {value}\n")
+    _law_file(tmp_path, [_line_law()])
+    _captures(tmp_path, _exact_rows())
+    result = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"lawkit: error: {tmp_path / 'lawkit.toml'}: score.max_mape: "
+                                    "expected a fraction from 0 to 1 (0.1 is 10%), got "), \
+        result.stderr
