@@ -26,7 +26,12 @@ each, interleaved in every round:
   on the engine's code objects (as lawkit arms only hashed code), each answered with
   ``DISABLE``, ``restart_events`` at every phase switch and region enter and exit, no other
   rule;
-- ``lawkit``: the bare harness under ``lawkit footprint record``.
+- ``lawkit``: the bare harness under ``lawkit footprint record``;
+- ``idle hook`` (threaded only): the bare harness with a no-op ``sys.setprofile`` hook on the
+  waiting main thread alone, nothing recorded: what watching the idle thread per thread costs
+  the engine thread before any recording (CPython 3.12+ implements ``setprofile`` with its own
+  ``sys.monitoring`` events set on every code object of the process, and checks the thread in C
+  at each event).
 
 Per region it prints the median over all steps of all rounds of the paired ratio variant/bare
 (step i of a round against step i of the same round's bare run), and each region's count of
@@ -47,7 +52,8 @@ import tempfile
 from pathlib import Path
 
 REGIONS = ("schedule_s", "update_s", "prepare_s", "forward_s")
-VARIANTS = ("bare", "A/A", "floor", "lawkit")
+VARIANTS = ("bare", "A/A", "floor", "lawkit", "idle hook")
+SHAPE_VARIANTS = {"threaded": VARIANTS, "single": VARIANTS[:-1]}
 
 HARNESS = r'''
 import json, queue, sys, threading, time
@@ -147,6 +153,8 @@ if shape == "threaded":
     thread.start()
     for _ in range(WARMUP):
         jobs.put(False); done.get()
+    if variant == "hooked":  # a per-thread watch of the idle thread, recording nothing
+        sys.setprofile(lambda frame, event, arg: None)
     fp.phase("steps")
     for i in range(steps):
         jobs.put(True)
@@ -184,7 +192,7 @@ def _workspace(root: Path) -> Path:
 
 def _run(root: Path, shape: str, variant: str, steps: int) -> dict[str, object]:
     out = root / "times.json"
-    mode = {"A/A": "bare", "lawkit": "bare"}.get(variant, variant)
+    mode = {"A/A": "bare", "lawkit": "bare", "idle hook": "hooked"}.get(variant, variant)
     bare = [sys.executable, "harness.py", str(out), shape, mode, str(steps)]
     argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--",
              *bare] if variant == "lawkit" else bare)
@@ -196,18 +204,19 @@ def _run(root: Path, shape: str, variant: str, steps: int) -> dict[str, object]:
 def measure(root: Path, shape: str, rounds: int, steps: int) -> dict[str, dict[str, float]]:
     """Per variant and region, the median over steps and rounds of the paired ratio to bare;
     and ``"bare ms"``: each region's median bare time."""
-    ratios: dict[str, dict[str, list[float]]] = {v: {r: [] for r in REGIONS} for v in VARIANTS}
+    variants = SHAPE_VARIANTS[shape]
+    ratios: dict[str, dict[str, list[float]]] = {v: {r: [] for r in REGIONS} for v in variants}
     bare_ms: dict[str, list[float]] = {r: [] for r in REGIONS}
     for _ in range(rounds):
-        runs = {v: _run(root, shape, v, steps) for v in VARIANTS}
+        runs = {v: _run(root, shape, v, steps) for v in variants}
         base: dict[str, list[int]] = runs["bare"]  # type: ignore[assignment]
         for region in REGIONS:
             bare_ms[region].extend(t / 1e6 for t in base[region])
-            for variant in VARIANTS[1:]:
+            for variant in variants[1:]:
                 times: dict[str, list[int]] = runs[variant]  # type: ignore[assignment]
                 ratios[variant][region].extend(
                     t / b for t, b in zip(times[region], base[region], strict=True))
-    result = {v: {r: statistics.median(ratios[v][r]) for r in REGIONS} for v in VARIANTS[1:]}
+    result = {v: {r: statistics.median(ratios[v][r]) for r in REGIONS} for v in variants[1:]}
     result["bare ms"] = {r: statistics.median(bare_ms[r]) for r in REGIONS}
     return result
 
@@ -225,16 +234,17 @@ def main() -> int:
         root = _workspace(Path(tmp))
         counts = _run(root, "single", "count", 1)
         print(f"python {sys.version.split()[0]}, {args.rounds} rounds of "
-              f"{' / '.join(VARIANTS)} interleaved, {args.steps} steps each; per region the "
-              "median over steps of the paired ratio to bare")
+              f"{' / '.join(VARIANTS)} (threaded only) interleaved, {args.steps} steps each; "
+              "per region the median over steps of the paired ratio to bare")
         for shape in args.shapes.split(","):
             result = measure(root, shape, args.rounds, args.steps)
             print(f"{shape}:")
+            variants = SHAPE_VARIANTS[shape][1:]
             print(f"  {'region':10} {'bare ms':>8} {'codes':>6} " +
-                  " ".join(f"{v:>7}" for v in VARIANTS[1:]))
+                  " ".join(f"{v:>9}" for v in variants))
             for region in REGIONS:
                 print(f"  {region:10} {result['bare ms'][region]:8.3f} {counts[region]:6} " +
-                      " ".join(f"{result[v][region]:6.3f}x" for v in VARIANTS[1:]))
+                      " ".join(f"{result[v][region]:8.3f}x" for v in variants))
     return 0
 
 
