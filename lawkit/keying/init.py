@@ -51,8 +51,8 @@ def init_workspace(folder: Path, *, engine: Path | None = None, packages: tuple[
     folder = folder.absolute()
     existing = config_in(folder)
     if existing is not None:
-        raise RefusalError(f"{existing.name} already configures a workspace here: edit it, "
-                           "or run lawkit init in another folder", path=existing.name)
+        raise RefusalError("this folder's workspace config exists already: edit it, or run "
+                           "lawkit init in another folder", path=existing.name)
     root = (folder / engine).absolute() if engine is not None else folder
     if not root.is_dir():
         raise ConfigError(f"--engine {printable(str(engine))}: not a folder: pass the engine's "

@@ -82,8 +82,8 @@ def test_init_refuses_a_folder_that_has_a_config_exit_2_and_changes_nothing(
     before = _tree(tmp_path)
     result = _init()
     assert result.exit_code == 2, result.output
-    assert result.stderr == (f"lawkit: error: {existing[0]}: {existing[0]} already configures a "
-                             "workspace here: edit it, or run lawkit init in another folder\n")
+    assert result.stderr == (f"lawkit: error: {existing[0]}: this folder's workspace config "
+                             "exists already: edit it, or run lawkit init in another folder\n")
     assert _tree(tmp_path) == before
 
 
