@@ -132,17 +132,26 @@ def monitoring_guarded(tool_id: int, note: Note) -> None:
     """``sys.monitoring``'s functions that could turn tool ``tool_id`` off note such a call,
     then do it (a call that restores the events later is refused all the same)."""
     mon: Any = getattr(sys, "monitoring")  # noqa: B009 (not in 3.11's typeshed)
-
-    def guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def call(tool: int, *args: Any) -> Any:
-            if tool == tool_id:
-                note(f"sys.monitoring.{name}({tool}, ...)")
-            return real(tool, *args)
-
-        return call
-
+    space: dict[str, Any] = {}
+    exec(compile(_GUARD, UNMEASURED, "exec"), space)  # lawkit's own source
     for name in ("set_events", "set_local_events", "free_tool_id", "clear_tool_id",
                  "register_callback"):
         real = getattr(mon, name, None)
         if real is not None:
-            setattr(mon, name, guarded(name, real))
+            setattr(mon, name, space["guarded"](name, real, tool_id, note))
+
+
+UNMEASURED = "<lawkit footprint guard>"
+"""The file name of the guards of `monitoring_guarded`. Another tool on sys.monitoring calls
+them, maybe from its own callback under its own lock (coverage.py's sys.monitoring core): a
+guard must never be code that tool measures, or its ``PY_START`` callback takes that lock again
+(a deadlock). Tools measure no code of a file named ``<...>`` (not a real file)."""
+_GUARD = """
+def guarded(name, real, tool_id, note):
+    def call(tool, *args):
+        if tool == tool_id:
+            note(f"sys.monitoring.{name}({tool}, ...)")
+        return real(tool, *args)
+
+    return call
+"""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,23 @@ def test_a_function_under_a_source_compiling_decorator_counts_as_steps_when_it_c
     assert "assumed" not in doc["files"]["atom/kern.py"]["units"]["launch"]
     edit(engine / "atom" / "kern.py", "x + 1", "x + 2")
     assert _verdict(engine) == "steps"
+
+
+def test_a_command_measured_by_coverage_on_sys_monitoring_finishes(engine: Path) -> None:
+    """coverage.py's sys.monitoring core calls set_events under its lock, and its PY_START
+    callback takes that lock: lawkit's guard of set_events must not be code it measures."""
+    (engine / "harness.py").write_text("import lawkit.footprint as fp\n"
+                                       "from atom.helpers import helper\n"
+                                       "fp.phase('steps')\n"
+                                       "with fp.region('sample_s'):\n    helper(1)\n")
+    (engine / ".coveragerc").write_text("[run]\ndata_file = cov/.coverage\n")
+    result = subprocess.run(
+        [PY, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--", "env",
+         "COVERAGE_CORE=sysmon", PY, "-m", "coverage", "run", "harness.py"],
+        cwd=engine, capture_output=True, text=True, check=False, timeout=60)
+    if not SYSMON:  # coverage.py's sys.monitoring core needs 3.12: its tracer takes lawkit's
+        assert result.returncode == 2 and "no hashed engine file ran" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["sample_s"])
