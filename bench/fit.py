@@ -28,6 +28,14 @@ The coefficients of the three are printed side by side as a sanity check.
    largest within 64 MiB of the smallest, and under 600 MiB; huber and robust within 2x of
    ols).
 
+4. As typed (`--cli-rows N`, `--rounds R`; `--methods` picks the methods): `lawkit fit
+   caps.csv --formula ... --method M --out laws/M.yaml --captured-on DIGEST`, exactly the
+   command line a user types in a workspace, each a whole process with stderr a pipe (no
+   progress bar), every method once per round in turn (interleaved, so a change in the
+   machine's load falls on all of them), R rounds after a warm-up of the page cache; the
+   median wall time, CPU time and peak RSS of each, and each method's median over ols'
+   (target: huber and robust <= 2x).
+
 What it last measured, dated, is in docs/performance.md (fits in memory, streamed, and by
 every method).
 """
@@ -158,13 +166,22 @@ def main() -> None:
     parser.add_argument("--memory-only", action="store_true",
                         help="only the peak RSS of every method on the CSV captures")
     parser.add_argument("--methods", default=",".join(METHODS),
-                        help="the methods --memory fits (default: every one)")
+                        help="the methods --memory and --cli-rows fit (default: every one)")
+    parser.add_argument("--cli-rows", type=int, default=0,
+                        help="rows of the CSV capture fitted as typed, by every method, "
+                        "interleaved (0 skips it); only this runs when given")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds of --cli-rows (the median is reported)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
         folder = args.keep or Path(temp)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lawkit.toml").write_text("")  # a workspace of its own
-        (folder / "laws").mkdir(exist_ok=True)  # fit writes law files only below it
+        (folder / "laws").mkdir(exist_ok=True)  # where lawkit check reads law files
+        if args.cli_rows:
+            as_typed(folder, args.cli_rows, [m for m in args.methods.split(",") if m],
+                     args.rounds)
+            return
         sizes = [int(v) for v in args.memory.split(",") if v.strip()]
         if sizes:
             memory(folder, sizes, [m for m in args.methods.split(",") if m])
@@ -263,6 +280,41 @@ def memory(folder: Path, sizes: list[int], methods: list[str]) -> None:
               f"{passes[method][-1]:11}{ratio:10.2f}{by_cpu:9.2f}   {'ok' if ok else 'MISSED'}")
     print("every method within the targets" if not missed else
           f"{missed} method(s) MISSED the targets")
+
+def as_typed(folder: Path, rows: int, methods: list[str], rounds: int) -> None:
+    """Median wall time, CPU time and peak RSS of `lawkit fit caps.csv --method M` as a user
+    types it, the methods interleaved in each of `rounds` rounds after a warm-up round."""
+    import statistics
+
+    capture = folder / f"caps-{rows}.csv"
+    if not capture.exists():
+        print(f"writing {rows:,} rows to {capture} ...", flush=True)
+        make_captures(capture, rows, seed=3)
+    measured: dict[str, list[tuple[float, float, int]]] = {m: [] for m in methods}
+    for round_ in range(rounds + 1):  # round 0 warms the page cache
+        for method in methods:
+            argv = [LAWKIT, "fit", capture.name, "--formula", FORMULA, "--method", method,
+                    "--out", f"laws/{method}.yaml", "--captured-on", DIGEST]
+            seconds, rss, _out = run(argv, folder)
+            print(f"  round {round_} {method:7} {seconds:7.1f} s  (CPU {LAST_CPU[0]:6.1f} s)  "
+                  f"peak RSS {rss / 2**20:6.0f} MiB", flush=True)
+            if round_:
+                measured[method].append((seconds, LAST_CPU[0], rss))
+    median = {m: (statistics.median(v[0] for v in values),
+                  statistics.median(v[1] for v in values), max(v[2] for v in values))
+              for m, values in measured.items()}
+    print(f"\nas typed: lawkit fit caps.csv --method M ({rows:,} rows x {len(FEATURES) + 1} "
+          f"terms, CSV), median of {rounds} interleaved rounds, on {os.cpu_count()} CPUs")
+    print(f"{'method':8}{'wall s':>8}{'CPU s':>8}{'peak MiB':>10}{'wall/ols':>10}{'CPU/ols':>9}")
+    base = median.get("ols")
+    for method, (wall, cpu, rss) in median.items():
+        ratio = wall / base[0] if base else float("nan")
+        by_cpu = cpu / base[1] if base else float("nan")
+        verdict = "" if method not in ("huber", "robust") else \
+            ("   ok" if ratio <= 2.0 else "   MISSED (target <= 2x ols)")
+        print(f"{method:8}{wall:8.1f}{cpu:8.1f}{rss / 2**20:10.0f}{ratio:10.2f}{by_cpu:9.2f}"
+              f"{verdict}")
+
 
 if __name__ == "__main__":
     main()
