@@ -64,9 +64,8 @@ class UnitChange:
 
     def line(self) -> str:
         """One line of `footprint diff`'s text output."""
-        extra = "  (comments, blank lines or docstrings only)" if self.layout_only else ""
         return printable(f"{self.change:<8} {self.path}  {self.unit}  {self.ran()}: counts as "
-                         f"{self.counts_as}{extra}")
+                         f"{self.counts_as}")
 
 
 def counts_as(phases: Iterable[str], layout_only: bool = False) -> str:

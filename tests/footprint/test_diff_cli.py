@@ -78,7 +78,7 @@ def test_diff_json_gives_each_regions_verdict_beside_the_footprints(engine: Path
     assert doc["regions"] == {"sample_s": "steps", "schedule_s": "untouched"}
     assert doc["units"] == [{"path": "atom/sampler.py", "unit": "sample", "change": "changed",
                              "phases": ["steps"], "regions": ["sample_s"],
-                             "startup_regions": [], "counts_as": "steps",
+                             "counts_as": "steps",
                              "layout_only": False}]
     code, out, _ = _diff()
     assert code == 1

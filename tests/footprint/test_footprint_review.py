@@ -139,16 +139,16 @@ def test_review_lists_the_units_of_each_engine_file_changed_and_layout_only_move
     markdown = _review(repo, base, "HEAD", "--format", "markdown").stdout
     assert "- changed `atom/base.py`\n  - layout, comments or docstrings only\n  - changed " \
         "`Base.prepare` (layout only)\n" in markdown
-    assert "| `laws/host.yaml` | ❌ steps | `fp.json` |" in markdown
-    assert "<summary>footprint <code>fp.json</code>: steps, 1 unit changed" in markdown
+    assert "| `laws/host.yaml` | ✅ untouched | `fp.json` |" in markdown
+    assert "<summary>footprint <code>fp.json</code>: untouched, 1 unit changed" in markdown
     github = _review(repo, base, "HEAD", "--format", "github").stdout
     assert "%0Achanged atom/base.py: layout, comments or docstrings only; changed " \
         "Base.prepare (layout only)" in github.splitlines()[-1]
-    assert "::notice file=laws/host.yaml,title=lawkit review%3A footprint steps::footprint " \
-        "verdict steps: footprint fp.json, 1 unit changed: Base.prepare (ran in steps)%0A" in \
-        github
-    assert "%0Alaws/host.yaml  step_s (step_s)  steps\n" in github
-    assert "| `laws/host.yaml` | `step_s` (`step_s`) | — | ❌ steps |" in markdown
+    assert "::notice file=laws/host.yaml,title=lawkit review%3A footprint untouched::footprint " \
+        "verdict untouched: footprint fp.json, 1 unit changed: Base.prepare (ran in steps, " \
+        "layout only)%0A" in github
+    assert "%0Alaws/host.yaml  step_s (step_s)  untouched\n" in github
+    assert "| `laws/host.yaml` | `step_s` (`step_s`) | — | ✅ untouched |" in markdown
 
 
 def test_review_without_the_footprint_at_head_says_unknown_and_require_makes_it_a_finding(

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
-from lawkit.footprint.units import units_of
+from lawkit.footprint.units import NORMAL, codes_of, units_of
 from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
 
 runner = CliRunner()
@@ -59,7 +59,8 @@ def footprint_bytes() -> bytes:
     engine = {k: v for k, v in BASE.items()
               if v is not None and k.startswith("atom/") and k.endswith(".py")}
     files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
-        u.qualname: UnitRecord(u.digest, *RAN.get(u.qualname, ((), (), ())))
+        u.qualname: UnitRecord(u.digest, *RAN.get(u.qualname, ((), (), ())),
+                               code=(codes_of(text.encode()) or {})[u.qualname], normal=NORMAL)
         for u in units_of(text.encode())}) for rel, text in engine.items()}
     return encode_footprint(Footprint("atom", OLD, ("python", "run.py"), 1, files,
                                       python="3.12.1", regions=("sample_s", "schedule_s")))
@@ -119,3 +120,28 @@ def test_check_footprint_diff_rekey_and_review_give_each_law_one_verdict(
     touched = ", ".join(f"{law['name']} ({law['target']}) {expected[law['name']]}"
                         for law in LAWS if expected[law["name"]] != "untouched")
     assert f": {touched}): lawkit fit CAPTURE... --out laws/host.yaml" in fix
+
+
+def test_a_docstring_added_to_a_step_function_moves_no_verdict_and_is_listed_as_layout_only(
+        repo: Path) -> None:
+    path = repo / "atom/sampler.py"
+    path.write_text(path.read_text().replace(
+        "def sample(logits):\n", 'def sample(logits):\n    """The first logit."""  # greedy\n\n'))
+    assert lawkit("check").stdout.splitlines()[-1] == (
+        'fix: lawkit rekey --why "..." (footprint verdict untouched: no code the captured runs '
+        "executed changed)")
+    diffed = lawkit("footprint", "diff", "fp.json", "--json")
+    assert diffed.exit_code == 0, diffed.output
+    assert json.loads(diffed.stdout)["units"] == [
+        {"path": "atom/sampler.py", "unit": "sample", "change": "changed",
+         "phases": ["startup", "steps"], "regions": ["sample_s"], "counts_as": "layout only",
+         "layout_only": True}]
+    rekeyed = lawkit("rekey", "--why", "a docstring", "--require", "untouched")
+    assert rekeyed.exit_code == 0, rekeyed.output
+    assert "  footprint verdict untouched: footprint fp.json, 1 unit changed: sample (ran at " \
+        "start-up and in steps, layout only)" in rekeyed.stdout.splitlines()
+    base = commit(repo, {}, "a docstring, the laws re-keyed")
+    reviewed = lawkit("review", "--base", f"{base}~1", "--require", "untouched")
+    assert reviewed.exit_code == 0, reviewed.output
+    assert "      changed  atom/sampler.py  sample  ran at start-up and in steps: counts as " \
+        "layout only" in reviewed.stdout.splitlines()

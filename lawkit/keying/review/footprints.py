@@ -26,7 +26,7 @@ from lawkit.footprint import document
 from lawkit.footprint.document import Footprint, decode_footprint
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.units import Unit, layout_only, units_of
+from lawkit.footprint.units import codes_of, layout_only, units_of
 from lawkit.keying.footprints import (
     FileVerdict,
     LawVerdict,
@@ -102,7 +102,7 @@ def engine_units(base: Mapping[str, str], head: Mapping[str, str],
             deltas = tuple(UnitDelta(u.qualname, "removed") for u in units_of(blobs[old]))
             out.append(EngineFileUnits(shown, "removed", False, deltas))
         else:
-            deltas = _unit_deltas(units_of(blobs[old]), units_of(blobs[new]))
+            deltas = _unit_deltas(blobs[old], blobs[new])
             # The units partition the file (a body lists its members' names), so the file moved
             # only layout when each unit that differs did, and none was added or removed.
             layout = all(d.change == "changed" and d.layout_only for d in deltas)
@@ -110,7 +110,12 @@ def engine_units(base: Mapping[str, str], head: Mapping[str, str],
     return tuple(out)
 
 
-def _unit_deltas(old: list[Unit], new: list[Unit]) -> tuple[UnitDelta, ...]:
+def _unit_deltas(old_source: bytes, new_source: bytes) -> tuple[UnitDelta, ...]:
+    """The units changed, added or removed; a changed unit is layout only when its code in the
+    normal form is the same (what a footprint's verdict says of it), or, where either side is
+    not valid Python, when its tokens are."""
+    old, new = units_of(old_source), units_of(new_source)
+    codes = codes_of(old_source), codes_of(new_source)
     before = {u.qualname: u for u in old}
     after = {u.qualname: u for u in new}
     deltas = []
@@ -119,7 +124,11 @@ def _unit_deltas(old: list[Unit], new: list[Unit]) -> tuple[UnitDelta, ...]:
         if was is None:
             deltas.append(UnitDelta(unit.qualname, "added"))
         elif was.digest != unit.digest:
-            deltas.append(UnitDelta(unit.qualname, "changed", layout_only(was.data, unit.data)))
+            if codes[0] is not None and codes[1] is not None:
+                layout = codes[0].get(unit.qualname) == codes[1].get(unit.qualname)
+            else:
+                layout = layout_only(was.data, unit.data)
+            deltas.append(UnitDelta(unit.qualname, "changed", layout))
     deltas += [UnitDelta(u.qualname, "removed") for u in old if u.qualname not in after]
     return tuple(deltas)
 
