@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -122,6 +123,37 @@ def hashed_files(roots: tuple[str, ...]) -> Callable[[str], bool]:
         return keep
 
     return hashed
+
+
+class _End:
+    """Held by one thread's thread-local data, which is freed when that thread ends."""
+
+    __slots__ = ("__weakref__",)
+
+
+class ThreadEnds:
+    """Calls ``ended(ident)`` when a thread that called `watch` ends, before another thread
+    can be given its ident: a recorder that keeps a context by ident forgets it then, so that
+    a thread that ended inside a region (a suspended generator holding ``with region(...)``)
+    leaves that region open for no other thread."""
+
+    def __init__(self, ended: Callable[[int], object]) -> None:
+        self._local = threading.local()
+        self._refs: dict[int, weakref.ref[_End]] = {}
+        self._ended = ended
+
+    def watch(self) -> None:
+        """Watch for the end of the calling thread (once per thread)."""
+        if getattr(self._local, "end", None) is not None:
+            return
+        ident = threading.get_ident()
+        end = self._local.end = _End()
+        self._refs[ident] = weakref.ref(end, lambda ref: self._gone(ident, ref))
+
+    def _gone(self, ident: int, ref: weakref.ref[_End]) -> None:
+        if self._refs.get(ident) is ref:
+            del self._refs[ident]
+            self._ended(ident)
 
 
 _recorder: Recorder | None = None

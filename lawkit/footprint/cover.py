@@ -21,7 +21,15 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
-from lawkit.footprint import ANY_REGION, ENGINE_FREE, PHASES, Context, hashed_files, patch
+from lawkit.footprint import (
+    ANY_REGION,
+    ENGINE_FREE,
+    PHASES,
+    Context,
+    ThreadEnds,
+    hashed_files,
+    patch,
+)
 
 
 def context_name(phase: str, regions: set[str] | frozenset[str]) -> str:
@@ -57,6 +65,8 @@ class CoverageRecorder:
         self._regions: dict[int, tuple[str, ...]] = {}
         self._profiled: set[int] = set()
         """The threads whose hashed calls their own profile hook names."""
+        self._ends = ThreadEnds(self._thread_ended)
+        """A thread that ends with regions open leaves none to the next one given its ident."""
         self._ran: dict[Context, dict[int, CodeType]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
@@ -93,9 +103,15 @@ class CoverageRecorder:
             if self._phase == "steps":
                 self.regions.update(regions)
             self._regions[ident] = regions
+            self._ends.watch()
         else:
             self._regions.pop(ident, None)
         self._switch()
+
+    def _thread_ended(self, ident: int) -> None:
+        """A thread ended with regions open: they are no longer open anywhere."""
+        if self._regions.pop(ident, None) is not None:
+            self._switch()
 
     def executing(self, code: object) -> None:
         """Nothing to arm: the tracer sees every hashed file."""

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
-from lawkit.footprint import ENGINE_FREE, OWN_THREAD, Context, hashed_files, patch
+from lawkit.footprint import ENGINE_FREE, OWN_THREAD, Context, ThreadEnds, hashed_files, patch
 
 ANY_STEPS: Context = ("steps", ())
 """Steps with no region open: a run there counts for every law."""
@@ -94,6 +94,8 @@ class SysMonRecorder:
         self._disarmed: dict[int, CodeType] = {}
         """The code objects disarmed so: armed again in a forked child, which starts over."""
         self._raw_threads = False
+        self._ends = ThreadEnds(lambda ident: self._contexts.pop(ident, None))
+        """A thread that ends with regions open leaves none to the next one given its ident."""
         self._copies = False
         """A copy of hashed code was built (``code.__new__``): its runs fire no local event,
         so ``PY_START`` and ``PY_RESUME`` are set for every code object, filtered to hashed
@@ -248,6 +250,7 @@ class SysMonRecorder:
             if self._phase == "steps":
                 self.regions.update(regions)
             self._contexts[ident] = (self._phase, regions)
+            self._ends.watch()
         else:
             self._contexts.pop(ident, None)
         self._live()

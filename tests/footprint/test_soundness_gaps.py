@@ -171,3 +171,40 @@ def test_a_command_measured_by_coverage_on_sys_monitoring_finishes(engine: Path)
     assert result.returncode == 0, result.stderr
     doc = json.loads((engine / "fp.json").read_text())
     assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["sample_s"])
+
+
+DEAD_THREAD = """\
+import threading
+import lawkit.footprint as fp
+from atom.helpers import helper
+fp.phase("steps")
+kept = []
+def held():
+    with fp.region("sample_s"):
+        yield
+def first():
+    gen = held()
+    next(gen)  # the thread ends inside the region, the generator suspended
+    kept.append(gen)
+def second(dead):
+    if threading.get_ident() == dead:
+        kept.append(helper(1))
+t = threading.Thread(target=first); t.start(); t.join()
+for _ in range(200):  # a thread given the dead one's ident runs the engine's code
+    s = threading.Thread(target=second, args=(t.ident,)); s.start(); s.join()
+    if len(kept) > 1:
+        break
+print(len(kept) > 1)
+"""
+
+
+def test_a_dead_threads_regions_do_not_pass_to_the_next_thread_with_its_ident(
+        engine: Path) -> None:
+    (engine / "harness.py").write_text(DEAD_THREAD)
+    result = lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py",
+                    cwd=engine)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    if "True" not in result.stdout:
+        pytest.skip("the second thread did not get the first one's ident")
+    assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["*"])
