@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from footprint_engine import lawkit
 
+from lawkit.footprint.units import NORMAL
+
 PY = sys.executable
 
 
@@ -39,7 +41,8 @@ def test_record_writes_the_schema_of_section_11_with_sorted_keys(engine: Path) -
     base = doc["files"]["atom/base.py"]
     assert set(base) == {"sha256", "units"}
     assert set(base["units"]["only_defined"]) == {"digest", "phases", "regions",
-                                                  "startup_regions"}
+                                                  "startup_regions", "code", "normal"}
+    assert base["units"]["only_defined"]["normal"] == NORMAL
     assert base["units"]["only_defined"]["phases"] == []
     assert base["units"]["<module>"]["phases"] == ["startup"]
 
