@@ -16,6 +16,7 @@ threading module turns the tracer off, and is noted: `record` refuses the proces
 from __future__ import annotations
 
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -173,6 +174,11 @@ class CoverageRecorder:
             try:
                 return function(*a, **k)
             finally:
+                hook = sys.getprofile()
+                if hook != self._profile:  # a profiler took this thread's hook: unseen runs
+                    self.turned_off.append(f"a profile hook ({_named(hook)}) replaced lawkit's "
+                                           "on a thread: sys.setprofile, threading.setprofile, "
+                                           "or cProfile")
                 patch.real_setprofile(None)
                 self._profiled.discard(ident)
 
@@ -186,3 +192,8 @@ class CoverageRecorder:
         if self._hashed(code.co_filename):
             context = (self._phase, self._regions.get(threading.get_ident(), ()))
             self._ran.setdefault(context, {})[id(code)] = code
+
+
+def _named(hook: object) -> str:
+    """A profile hook as a message names it."""
+    return getattr(hook, "__qualname__", None) or type(hook).__name__

@@ -208,3 +208,29 @@ def test_a_dead_threads_regions_do_not_pass_to_the_next_thread_with_its_ident(
     if "True" not in result.stdout:
         pytest.skip("the second thread did not get the first one's ident")
     assert _unit(doc, "atom/helpers.py", "helper") == (["steps"], ["*"])
+
+
+PROFILED_THREAD = """\
+import cProfile, sys, threading
+import lawkit.footprint as fp
+from atom.helpers import helper
+fp.phase("steps")
+def work():
+    if sys.argv[1] == "cProfile":
+        cProfile.Profile().enable()
+    helper(1)
+if sys.argv[1] == "threading":
+    threading.setprofile(lambda *a: None)
+with fp.region("sample_s"):
+    t = threading.Thread(target=work); t.start(); t.join()
+"""
+
+
+@pytest.mark.skipif(SYSMON, reason="a profiler hides a thread from coverage.py (3.11) only")
+@pytest.mark.parametrize("how", ["cProfile", "threading"])
+def test_a_profiler_in_a_worker_thread_is_refused_on_3_11(engine: Path, how: str) -> None:
+    (engine / "harness.py").write_text(PROFILED_THREAD)
+    result = lawkit("footprint", "record", "--out", "fp.json", "--", PY, "harness.py", how,
+                    cwd=engine)
+    assert result.returncode == 2
+    assert "turned the measurement off" in result.stderr and "profile" in result.stderr
