@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from pathlib import Path
 from lawkit.config import Workspace
 from lawkit.footprint import Context, sitehook
 from lawkit.footprint.audit import ChildWatch
-from lawkit.footprint.collect import Measurement, collect
+from lawkit.footprint.collect import WAIT_SECONDS, Measurement, collect
 from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
 from lawkit.footprint.errors import RecordRefused
 from lawkit.footprint.ran import phases_of_units, unit_of_code
@@ -122,10 +123,17 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
         env = _prepare(folder, ws)
         started = ChildWatch(sitehook.needed_env(env), str(folder / "site"))
         started.starts(command, env, None if cwd is None else str(cwd))
+        before_children = _children_of(os.getpid())
+        reaping = _subreaper(True)
         try:
             code = subprocess.run(list(command), env=env, cwd=cwd, check=False).returncode
+            if reaping:
+                _wait_for_descendants(before_children)
         except OSError as exc:
             raise RecordRefused(f"cannot run {command[0]}: {exc.strerror}") from None
+        finally:
+            if reaping:
+                _subreaper(False)
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
             raise RecordRefused(f"the command {how}: nothing written; a footprint is of a run "
@@ -146,6 +154,77 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     footprint = build_footprint(ws, before, measurement, tuple(command))
     sha = write_footprint(footprint, out)
     return RecordReport(footprint, ws.rel(out), sha)
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the reaper of COMMAND's orphaned descendants (Linux), so that a
+    process COMMAND left running (a worker behind a program lawkit does not read, such as
+    ``perl -e 'sleep 1; exec python ...'``) is seen; whether that took."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _children_of(pid: int) -> dict[int, str]:
+    """This machine's processes whose parent is ``pid``, with their command lines (Linux's
+    /proc; empty elsewhere)."""
+    found: dict[int, str] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            if int(stat.rpartition(")")[2].split()[1]) != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        found[int(entry)] = " ".join(os.fsdecode(a) for a in argv if a)
+    return found
+
+
+def _wait_for_descendants(before: dict[int, str]) -> None:
+    """Wait (at most `WAIT_SECONDS`) for the processes COMMAND left behind, reaping them (each
+    may still start Python, unmeasured if it checks in after the data is read); refuse, naming
+    one, if any is still running then."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        left = {pid: argv for pid, argv in _children_of(os.getpid()).items()
+                if pid not in before}
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                del left[pid]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            pid, argv = next(iter(left.items()))
+            raise RecordRefused(f"process {pid} ({_shown_argv(argv)}) was still running "
+                                f"{WAIT_SECONDS:.0f} s after the command ended: it may run "
+                                "engine code unmeasured; make the command wait for it")
+        time.sleep(0.02)
+
+
+def _shown_argv(argv: str) -> str:
+    return argv if len(argv) <= 80 else argv[:77] + "..."
 
 
 def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,

@@ -69,7 +69,9 @@ def install() -> None:
 
 def _start(folder: str) -> None:
     global _recorder, _children, _markers, _sigterm, _loaded_modules
-    main = os.environ.get(PARENT_ENV) == str(os.getppid())
+    # The main process: `record`'s own child. An orphan `record` reaps (a worker COMMAND left
+    # behind) has `record` as its parent too, but a measured process started it (SPAWNER_ENV).
+    main = os.environ.get(PARENT_ENV) == str(os.getppid()) and SPAWNER_ENV not in os.environ
     phase = "startup" if main else "steps"
     try:
         import lawkit.footprint

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -234,3 +235,41 @@ def test_a_profiler_in_a_worker_thread_is_refused_on_3_11(engine: Path, how: str
                     cwd=engine)
     assert result.returncode == 2
     assert "turned the measurement off" in result.stderr and "profile" in result.stderr
+
+
+LATE = """\
+import os, subprocess, sys
+os.environ["LATE_PYTHON"] = sys.executable
+subprocess.Popen(["perl", "-e", "sleep 1; exec $ENV{LATE_PYTHON}, 'late.py'"])
+"""
+
+
+@pytest.mark.skipif(shutil.which("perl") is None or not sys.platform.startswith("linux"),
+                    reason="needs perl, and Linux (a child subreaper)")
+def test_a_worker_that_checks_in_after_the_command_ended_is_waited_for(engine: Path) -> None:
+    """perl is a program lawkit does not read: the Python it execs a second after the command
+    ended must be measured (record waits for it) or refused, never left out."""
+    (engine / "late.py").write_text("from atom.helpers import helper\nhelper(1)\n")
+    doc = recorded(engine, "import atom.base\n" + LATE)
+    assert _unit(doc, "atom/helpers.py", "helper")[0] == ["steps"]
+    assert doc["processes"] == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's")
+def test_a_process_the_command_left_running_is_refused_naming_it(
+        engine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lawkit.config import load_workspace
+    from lawkit.footprint import record
+    from lawkit.footprint.errors import RecordRefused
+
+    monkeypatch.setattr(record, "WAIT_SECONDS", 0.3)
+    (engine / "harness.py").write_text("import subprocess\nimport atom.base\n"
+                                       "subprocess.Popen(['sleep', '30'])\n")
+    ws = load_workspace(config=engine / "lawkit.toml")
+    with pytest.raises(RecordRefused, match=r"process (\d+) \(sleep 30\) was still running") \
+            as refused:
+        record.record_footprint(ws, [PY, "harness.py"], engine / "fp.json", cwd=engine)
+    pid = int(str(refused.value).split()[1])
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)  # this process reaped the orphan
+    assert not (engine / "fp.json").exists()
