@@ -50,7 +50,7 @@ _QUIET = ("module-not-imported", "module-not-measured", "no-data-collected",
 _CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG",
                 "COVERAGE_PROCESS_START")
 INFLATED = ("lawkit footprint record: Python {python} records with coverage.py, whose tracer "
-            "inflates step times (docs/performance.md says by how much): take captures from a "
+            "inflates step times: take captures from a "
             "run on Python 3.12+, which records with sys.monitoring")
 
 

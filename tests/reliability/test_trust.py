@@ -290,17 +290,17 @@ def test_a_percentage_is_a_fraction_flag_value(tmp_path: Path) -> None:
     assert held.exit_code == 0, held.output
 
 
-# -- outside any workspace, errors say no config was found (issue 14 item 15) -----------------
+# -- outside any workspace, errors say no config was found and how to write one -------------
 
 
 @pytest.mark.parametrize("args", [["check"], ["digest"], ["rekey", "--why", "x"],
                                   ["digest", "--manifest"]])
-def test_outside_a_workspace_an_error_says_no_config_was_found_where_and_what_to_create(
+def test_outside_a_workspace_an_error_says_no_config_was_found_where_and_how_to_write_one(
         tmp_path: Path, args: list[str]) -> None:
     line = one_line_exit_2(runner.invoke(app, args),
                            "no lawkit.toml, nor a pyproject.toml with [tool.lawkit], was found",
                            f"looked in {tmp_path}, {tmp_path.parent}, ",
-                           f"create {tmp_path / 'lawkit.toml'}")
+                           f"run lawkit init --package YOURENGINE in {tmp_path} to write one")
     assert "[tool.lawkit.digest]" not in line and "[tool.lawkit] laws" not in line, line
 
 
