@@ -71,7 +71,7 @@ class ChildWatch:
         self._hashed = hashed
         self.opened: dict[str, set[Context]] = {}
         """The hashed files that are not Python opened by this process, with the phase and
-        regions of each open (DESIGN 13: such a file ran where it was opened)."""
+        regions of each open (such a file ran where it was opened)."""
         self._site = site
         self._own = os.path.realpath(sys.executable) if sys.executable else ""
         self._local = threading.local()

@@ -70,8 +70,11 @@ def install() -> None:
 def _start(folder: str) -> None:
     global _recorder, _children, _markers, _sigterm, _loaded_modules
     # The main process: `record`'s own child. An orphan `record` reaps (a worker COMMAND left
-    # behind) has `record` as its parent too, but a measured process started it (SPAWNER_ENV).
-    main = os.environ.get(PARENT_ENV) == str(os.getppid()) and SPAWNER_ENV not in os.environ
+    # behind) has `record` as its parent too, but another measured process started it
+    # (SPAWNER_ENV names it); the main process after an exec keeps its pid, so it names itself.
+    spawner = os.environ.get(SPAWNER_ENV)
+    main = (os.environ.get(PARENT_ENV) == str(os.getppid())
+            and (spawner is None or spawner.partition("-")[0] == str(os.getpid())))
     phase = "startup" if main else "steps"
     try:
         import lawkit.footprint
