@@ -7,7 +7,15 @@
                              "units": {"<qualname>": {"digest": "...", "phases": [...],
                                                       "regions": [...],
                                                       "startup_regions": [...],
-                                                      "code": "...", "normal": 1}}}}}
+                                                      "code": "...", "normal": 1}}}},
+     "environment": {"python": {"version": "3.12.3", "implementation": "cpython",
+                                "abiflags": "", "gil_disabled": false},
+                     "distributions": {"<canonical name>": {"version": "...",
+                                                            "record": "<sha256 of RECORD>",
+                                                            "direct_url": null | {...},
+                                                            "phases": [...], "regions": [...],
+                                                            "startup_regions": [...]}},
+                     "unpackaged": [path...], "everywhere": true (3.11 only)}}
 
 JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
 hashed file is listed, with the phases in which it ran (empty when it did not run), the regions
@@ -28,6 +36,7 @@ start-up. A unit whose runs were assumed, not seen, says why in ``"assumed"``
 file (no
 ``recorder``, ``python``, ``regions``, ``unhashed``; units without ``regions``) is still read:
 its ``schema`` is 1, and its unit digests are schema 1's (``units.units_of(..., schema=1)``).
+A footprint without ``environment`` (recorded before it was) has ``Footprint.environment`` None.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from lawkit.footprint import ANY_REGION as ANY_REGION  # the home of the constant
+from lawkit.footprint.environment import DistInfo, Environment, PythonBuild
 from lawkit.footprint.errors import FootprintError
 
 SCHEMA = "lawkit-footprint/2"
@@ -89,6 +99,102 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
+class DistRecord:
+    """One distribution as recorded in a footprint's ``environment``: what was installed
+    (version, the sha256 of its RECORD, its PEP 610 direct URL) and where its code ran, as for
+    a unit (``phases``, ``regions`` in steps, ``startup_regions``; ``"*"``: no region open)."""
+
+    version: str
+    record: str = ""
+    direct_url: Mapping[str, Any] | None = None
+    """None: installed from an index; else ``{"url": ..., "editable": ...}``."""
+    phases: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    startup_regions: tuple[str, ...] = ()
+
+    def info(self, name: str) -> DistInfo:
+        """The installed distribution this records, as ``environment`` describes one."""
+        url = self.direct_url.get("url") if self.direct_url is not None else None
+        editable = bool(self.direct_url.get("editable")) if self.direct_url is not None else False
+        return DistInfo(name, self.version, self.record,
+                        None if self.direct_url is None else str(url or ""), editable)
+
+    def to_json(self) -> dict[str, Any]:
+        """The footprint's ``environment.distributions.<name>`` object."""
+        return {"version": self.version, "record": self.record,
+                "direct_url": None if self.direct_url is None else dict(self.direct_url),
+                "phases": list(self.phases), "regions": list(self.regions),
+                "startup_regions": list(self.startup_regions)}
+
+
+@dataclass(frozen=True)
+class EnvironmentRecord:
+    """A footprint's ``environment``: the Python build, each distribution whose code ran or
+    whose native library was loaded (by canonical name; neither ``python``, the standard
+    library, nor lawkit), and the real paths of code that ran from no distribution and from no
+    hashed file (``unpackaged``). ``everywhere``: each distribution was counted as run in every
+    phase and region in which the process ran, not seen per region (a 3.11 recording)."""
+
+    python: PythonBuild
+    distributions: Mapping[str, DistRecord]
+    unpackaged: tuple[str, ...] = ()
+    everywhere: bool = False
+
+    def environment(self) -> Environment:
+        """The recorded environment as ``envdiff.compare`` takes it."""
+        return Environment(self.python, {n: d.info(n) for n, d in self.distributions.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """The footprint's ``environment`` object."""
+        doc: dict[str, Any] = {
+            "python": self.python.to_json(),
+            "distributions": {n: d.to_json() for n, d in sorted(self.distributions.items())},
+            "unpackaged": list(self.unpackaged)}
+        if self.everywhere:
+            doc["everywhere"] = True
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str) -> EnvironmentRecord:
+        """The record from a footprint's ``environment`` object; ``FootprintError`` naming the
+        key when it is malformed."""
+        if not isinstance(doc, dict):
+            raise FootprintError("environment: expected an object", path=where)
+        try:
+            python = PythonBuild.from_json(doc.get("python"))
+        except ValueError as exc:
+            raise FootprintError(f"environment.{exc}", path=where) from None
+        dists = _typed(doc, "distributions", dict, where, "environment")
+        parsed: dict[str, DistRecord] = {}
+        for name, entry in dists.items():
+            at = f"environment.distributions.{name}"
+            if not isinstance(entry, dict):
+                raise FootprintError(f"{at}: expected an object", path=where)
+            url = entry.get("direct_url")
+            if url is not None and not (isinstance(url, dict)
+                                        and isinstance(url.get("url"), str)
+                                        and isinstance(url.get("editable", False), bool)):
+                raise FootprintError(f"{at}.direct_url: expected null or an object with a "
+                                     f"string url, got {url!r}", path=where)
+            phases = _strings(entry, "phases", where, at)
+            if not all(p in PHASES for p in phases):
+                raise FootprintError(f"{at}.phases: expected some of {list(PHASES)}, got "
+                                     f"{phases!r}", path=where)
+            parsed[name] = DistRecord(
+                _typed(entry, "version", str, where, at), _typed(entry, "record", str, where, at),
+                url, sort_phases(set(phases)),
+                tuple(sorted(set(_strings(entry, "regions", where, at)))),
+                tuple(sorted(set(_strings(entry, "startup_regions", where, at)))))
+        everywhere = doc.get("everywhere", False)
+        if not isinstance(everywhere, bool):
+            raise FootprintError(f"environment.everywhere: expected true or false, got "
+                                 f"{everywhere!r}", path=where)
+        return cls(python, parsed,
+                   tuple(sorted(set(_strings(doc, "unpackaged", where, "environment",
+                                             optional=True)))), everywhere)
+
+
+@dataclass(frozen=True)
 class Footprint:
     """Which units of which engine files ran while a command ran, and in which phases."""
 
@@ -104,11 +210,13 @@ class Footprint:
     unhashed: tuple[str, ...] = ()
     """Native extension modules loaded from inside a hashed package's folder, by relpath."""
     schema: int = 2
+    environment: EnvironmentRecord | None = None
+    """The recorded environment; None in a footprint written before it was recorded."""
 
     def to_json(self) -> dict[str, Any]:
         """The footprint as the JSON document of the file (schema 2; a schema-1 footprint is
         only read, never written)."""
-        return {
+        doc = {
             "schema": SCHEMA,
             "key": self.key,
             "digest": self.digest,
@@ -124,6 +232,9 @@ class Footprint:
                 for path, f in self.files.items()
             },
         }
+        if self.environment is not None:
+            doc["environment"] = self.environment.to_json()
+        return doc
 
     def ran_units(self) -> int:
         """How many units ran in any phase."""
@@ -326,7 +437,9 @@ def _parse(doc: Any, where: str) -> Footprint:
                      regions=tuple(sorted(set(_strings(doc, "regions", where, optional=True)))),
                      unhashed=tuple(sorted(set(_strings(doc, "unhashed", where,
                                                         optional=True)))),
-                     schema=2)
+                     schema=2,
+                     environment=(EnvironmentRecord.from_json(doc["environment"], where)
+                                  if "environment" in doc else None))
 
 
 def _assumed(unit: dict[str, Any], where: str, at: str) -> str:
