@@ -13,7 +13,7 @@ from typing import Any
 from lawkit.errors import ConfigError, LawkitError, printable
 
 CONFIG_NAME = "lawkit.toml"
-_TOP_KEYS = {"laws", "digest", "score"}
+_TOP_KEYS = {"laws", "digest", "score", "environment", "python"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _SCORE_KEYS = {"max_mape"}
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -100,6 +100,11 @@ class Workspace:
     digest: DigestConfig
     max_mape: float | None = None
     """`lawkit score`'s threshold when `--max-mape` is not given (`[score] max_mape`)."""
+    environment: str | None = None
+    """The target environment footprints are compared with (``current`` or a lock file,
+    relative to the root): every command's default for ``--env``; None: not compared."""
+    python: str | None = None
+    """The exact Python version compared with a footprint's (a lock file names none)."""
 
     def advice(self, text: str) -> str:
         """`text`, advice naming config keys, as `ConfigSource.advice` gives it."""
@@ -250,7 +255,33 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
     if not digest.packages or not digest.include:
         raise ConfigError(f"{dprefix}: packages and include must not be empty", path=str(path))
     return Workspace(root=base.absolute(), config_path=path, laws=laws.absolute(), digest=digest,
-                     max_mape=_score_threshold(section, prefix, path))
+                     max_mape=_score_threshold(section, prefix, path),
+                     environment=_optional(section, "environment", prefix, path),
+                     python=_python_version(section, prefix, path))
+
+
+def _optional(section: dict[str, Any], name: str, prefix: str, path: Path) -> str | None:
+    """A string key that may be left out; a non-empty string when set."""
+    if name not in section:
+        return None
+    value = _get(section, name, str, "", prefix, path)
+    if not value.strip():
+        where = f"{prefix}.{name}" if prefix else name
+        raise ConfigError(f"{where}: expected \"current\" or a lock file (pylock.toml, uv.lock, "
+                          "requirements.txt), got an empty string", path=str(path))
+    return str(value)
+
+
+def _python_version(section: dict[str, Any], prefix: str, path: Path) -> str | None:
+    """`python`: an exact version such as "3.12.3", None when not set."""
+    if "python" not in section:
+        return None
+    value = str(_get(section, "python", str, "", prefix, path))
+    if not re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?", value):
+        where = f"{prefix}.python" if prefix else "python"
+        raise ConfigError(f"{where}: expected an exact Python version such as \"3.12.3\", got "
+                          f"{value!r}", path=str(path))
+    return value
 
 
 def _score_threshold(section: dict[str, Any], prefix: str, path: Path) -> float | None:

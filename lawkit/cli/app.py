@@ -66,6 +66,13 @@ CacheOption = Annotated[
                  "environment says CI, since a cache restored from elsewhere is not the "
                  "checkout's own.", show_default=False),
 ]
+EnvOption = Annotated[
+    str | None,
+    typer.Option("--env", metavar="current|FILE", help="The environment to compare footprints' "
+                 "with: current (the Python lawkit runs in) or a lock file (pylock.toml, uv.lock, "
+                 "a requirements file pinning name==version); default: [tool.lawkit] "
+                 "environment, else not compared.", show_default=False),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="The same as --format json: one JSON document on stdout "
                        "and nothing else there.")

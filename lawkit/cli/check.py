@@ -12,6 +12,7 @@ from lawkit.cli.app import (
     CacheOption,
     ConfigOption,
     EngineOption,
+    EnvOption,
     JsonOption,
     LawsOption,
     QuietOption,
@@ -40,6 +41,7 @@ def check(
         show_default=False)] = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
+    env: EnvOption = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
@@ -49,6 +51,11 @@ def check(
 
     Exit 0 when all is good, 1 when a problem was found, 2 on bad config or a path that is not
     a law file of the workspace.
+
+    With a target environment (--env, or [tool.lawkit] environment), each law file bound to a
+    footprint that recorded its environment is checked against it: every difference in a
+    distribution that ran, or in the Python, that moves a law's verdict is a problem (fix: a
+    refit, or lawkit rekey --env --why TEXT when the laws still hold).
     """
     form = report_format(format, json, Format.text)
 
@@ -59,7 +66,12 @@ def check(
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         facts = CheckCache(ws.laws) if cache_wanted(cache) else None
-        report = check_workspace(ws, cache=facts, paths=paths)
+        spec = None
+        if env or ws.environment or ws.python:  # else no footprint is read
+            from lawkit.footprint.envverdict import env_spec
+
+            spec = env_spec(ws, env)
+        report = check_workspace(ws, cache=facts, paths=paths, env=spec)
         if facts is not None:
             facts.save(files=None if paths else len(report.files))
         if form is Format.json:

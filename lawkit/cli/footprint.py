@@ -11,6 +11,7 @@ import typer
 from lawkit.cli.app import (
     ConfigOption,
     EngineOption,
+    EnvOption,
     FormatOption,
     JsonOption,
     QuietOption,
@@ -79,6 +80,7 @@ def diff(
     rev: Annotated[str | None, typer.Option(
         "--rev", help="Compare with the engine at this git revision, from git objects "
         "(default: the work tree).", show_default=False)] = None,
+    env: EnvOption = None,
     engine: EngineOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
@@ -88,6 +90,10 @@ def diff(
     """Compare a footprint with the engine, unit by unit, and print the verdict: untouched
     (only code that never ran changed), startup, or steps; and each region's verdict.
 
+    A footprint that recorded its environment is compared with --env (or [tool.lawkit]
+    environment): a distribution that ran and differs counts like a changed unit, in the
+    regions it ran in; a Python that differs counts as steps for every law.
+
     Exit 0 for untouched, 1 for startup or steps, 2 on bad input.
     """
     json = wants_json(json, format)
@@ -95,12 +101,15 @@ def diff(
     def body() -> int:
         from lawkit.config import load_workspace
         from lawkit.footprint.document import read_footprint
+        from lawkit.footprint.envverdict import compare_env, env_spec
         from lawkit.footprint.regions import region_verdicts
         from lawkit.footprint.verdict import diff_rev, diff_work_tree
 
         ws = load_workspace(config=config, engine=engine)
         fp = read_footprint(footprint, shown=str(footprint), root=ws.root)
         report = diff_rev(ws, fp, rev) if rev else diff_work_tree(ws, fp)
+        if fp.environment is not None:
+            report = report.with_env(compare_env(fp.environment, env_spec(ws, env)))
         regions = region_verdicts(fp, report)
         if json:
             print_json({**report.to_json(), "regions": regions})

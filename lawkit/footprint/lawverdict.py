@@ -23,6 +23,7 @@ from typing import Any
 
 from lawkit.errors import printable
 from lawkit.footprint import ANY_REGION
+from lawkit.footprint.envdiff import EnvChange, change_line
 
 VERDICTS = ("untouched", "startup", "steps", "unknown")
 """From best to worst."""
@@ -87,7 +88,7 @@ def verdict_of(changes: Iterable[UnitChange]) -> str:
 
 
 def law_verdict(regions: Iterable[str], changes: Iterable[UnitChange],
-                target: str) -> tuple[str | None, str]:
+                target: str, env: EnvComparison | None = None) -> tuple[str | None, str]:
     """A law's region (None: it has none) and its verdict, from the regions the footprint saw
     in steps and the unit changes: the one verdict of a law, wherever it is shown.
 
@@ -95,8 +96,14 @@ def law_verdict(regions: Iterable[str], changes: Iterable[UnitChange],
     For a law with region R: ``steps`` if a changed or absent unit ran in steps in R or with
     no region open (``"*"``), or a new unit counts as steps; else ``startup`` if one ran at
     start-up in ``"*"`` or in R; else ``untouched``. Layout-only changes count for nothing.
+    The environment's differences (``env``) count as changed units with the phases and regions
+    their distribution ran in; with ``env.strict`` (``--require untouched``), code that ran
+    from no distribution makes every law ``unknown``.
     """
-    units = list(changes)
+    units = list(changes) + ([e.unit() for e in env.changes] if env is not None else [])
+    if env is not None and env.strict and env.unpackaged:
+        return (None if target == ANY_REGION or target not in set(regions) else target,
+                "unknown")
     if target == ANY_REGION or target not in set(regions):
         return None, verdict_of(units)
     startup = False
@@ -138,3 +145,72 @@ def startup_regions(u: UnitChange) -> set[str]:
 def worst_verdict(verdicts: Iterable[str]) -> str:
     """The worst of some verdicts (``untouched`` < ``startup`` < ``steps`` < ``unknown``)."""
     return max(verdicts, key=VERDICTS.index)
+
+
+# The environment (docs/footprints.md, "The environment"): a difference in a distribution that
+# ran counts like a changed unit with its phases and regions; a Python that differs counts as
+# steps for every law.
+
+ENV_PATH = "<environment>"
+"""Where an environment difference's `UnitChange` says it is."""
+NOT_COMPARED = ("environment: not compared (set [tool.lawkit] environment, or pass --env "
+                "current or --env FILE)")
+"""The one line a report gives where a footprint has an environment and no target is set."""
+
+
+@dataclass(frozen=True)
+class EnvUnit:
+    """One difference of the environment (`envdiff.EnvChange`) and where its distribution ran
+    (a Python difference: in steps, with no region open)."""
+
+    change: EnvChange
+    phases: tuple[str, ...] = ("steps",)
+    regions: tuple[str, ...] = (ANY_REGION,)
+    startup_regions: tuple[str, ...] = ()
+
+    def unit(self) -> UnitChange:
+        """The difference as the changed unit it counts as."""
+        return UnitChange(ENV_PATH, self.change.name, "changed", self.phases,
+                          counts_as(self.phases), regions=self.regions,
+                          startup_regions=self.startup_regions)
+
+    def line(self) -> str:
+        """``changed  dist torch 2.11.0 -> 2.12.0  ran in steps (regions sample_s)``."""
+        return change_line(self.change, self.phases, self.regions)
+
+    def to_json(self) -> dict[str, Any]:
+        """The difference as in ``--json`` outputs."""
+        return {**self.change.to_json(), "phases": list(self.phases),
+                "regions": list(self.regions), "counts_as": counts_as(self.phases)}
+
+
+@dataclass(frozen=True)
+class EnvComparison:
+    """A footprint's environment compared with a target: the target (None: not compared), the
+    differences that count, the code that ran from no distribution, and whether that code
+    makes a verdict unknown (``--require untouched``)."""
+
+    source: str | None
+    changes: tuple[EnvUnit, ...] = ()
+    unpackaged: tuple[str, ...] = ()
+    strict: bool = False
+
+    def lines(self) -> list[str]:
+        """One line per difference; or one saying the environment was not compared, or that
+        no distribution that ran differs."""
+        if self.source is None:
+            return [NOT_COMPARED]
+        out = [e.line() for e in self.changes]
+        if self.strict and self.unpackaged:
+            n = len(self.unpackaged)
+            out.append(printable(
+                f"unknown  {n} file{'s' if n != 1 else ''} of code from no distribution ran "
+                f"({self.unpackaged[0]}{', ...' if n > 1 else ''}): every law counts as "
+                "unknown under --require untouched"))
+        return out or [printable(f"environment: no distribution that ran differs in "
+                                 f"{self.source}")]
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison as in ``--json`` outputs."""
+        return {"target": self.source, "changes": [e.to_json() for e in self.changes],
+                "unpackaged": list(self.unpackaged)}

@@ -14,6 +14,7 @@ footprint is compared with schema-1 digests, which cannot see a statement moved 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from lawkit.footprint.document import Footprint, UnitRecord
 from lawkit.footprint.lawverdict import (
     LAYOUT_ONLY,
     VERDICTS,
+    EnvComparison,
     UnitChange,
     counts_as,
     law_verdict,
@@ -52,10 +54,18 @@ class FootprintDiff:
     """The footprint's schema, whose digests the units were compared with."""
     regions: tuple[str, ...] = ()
     """The regions the footprint saw in steps (``"*"`` included when it occurred)."""
+    env: EnvComparison | None = None
+    """The footprint's environment compared with the target's (None: it has none)."""
 
     def law(self, target: str) -> tuple[str | None, str]:
         """A law's region (None: it has none) and its verdict (``lawverdict.law_verdict``)."""
-        return law_verdict(self.regions, self.units, target)
+        return law_verdict(self.regions, self.units, target, self.env)
+
+    def with_env(self, env: EnvComparison | None) -> FootprintDiff:
+        """The diff with the environment's differences counted (``env`` None: as it is)."""
+        if env is None:
+            return self
+        return dataclasses.replace(self, env=env, verdict=law_verdict((), self.units, "*", env)[1])
 
     def summary(self) -> str:
         """The units behind the verdict, as a person says it: ``no unit changed``, ``1 unit
@@ -91,13 +101,15 @@ class FootprintDiff:
         """The verdict line, then one line per changed, absent or new unit."""
         head = (f"{self.verdict}: {self.key}={self.footprint_digest} (footprint) -> "
                 f"{self.key}={self.target_digest}, {self.summary()}")
-        return [head, *(u.line() for u in self.units)]
+        return [head, *(u.line() for u in self.units),
+                *(self.env.lines() if self.env is not None else ())]
 
     def to_json(self) -> dict[str, Any]:
         """The document `footprint diff --json` prints."""
         return {"verdict": self.verdict, "schema": self.schema, "note": self.note(),
                 "digest": {"footprint": self.footprint_digest, "target": self.target_digest},
-                "units": [u.to_json() for u in self.units]}
+                "units": [u.to_json() for u in self.units],
+                **({"environment": self.env.to_json()} if self.env is not None else {})}
 
 
 _NAMED = 3

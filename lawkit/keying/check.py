@@ -8,6 +8,7 @@ stale keys (or, where the engine change moves host time, the refit `lawkit fit`)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -25,9 +26,13 @@ from lawkit.lawfiles.lawbytes import read_bytes
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
+    from lawkit.footprint.envverdict import EnvSpec
     from lawkit.keying.checkcache import CheckCache
+    from lawkit.keying.footprints import FileVerdict
     from lawkit.lawfiles.lawfile import LawFile
 
+ENV_FIX = "lawkit rekey --env --why TEXT"
+"""Accepts a target environment as a law file's new baseline (the laws still hold)."""
 SYMLINKED_FOLDER = ("a symlinked folder: lawkit never follows a symlink below the laws folder "
                     "(its law files would be checked and rekeyed outside it); move the files "
                     "into the laws folder, or point --laws at the folder itself")
@@ -103,12 +108,17 @@ class CheckReport:
 
 
 def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
-                    paths: Sequence[Path] | None = None) -> CheckReport:
+                    paths: Sequence[Path] | None = None, env: EnvSpec | None = None,
+                    ) -> CheckReport:
     """Check every law file of the workspace (or those `paths` name: see `named_law_files`)
     against the current digest; labels are compared among the files checked.
 
     With a `cache`, files whose facts it holds (same path, key name and bytes) are not parsed
     again, and the facts of the others are added to it.
+
+    With ``env`` naming a target environment, each file bound to a footprint that recorded its
+    environment gets one ``environment`` problem per difference in a distribution that ran
+    (or in the Python) that moves a law's verdict, naming those laws.
     """
     files = [str(p) for p in named_law_files(ws, paths)] if paths else law_files(ws.laws, ws)
     digest = current_digest(ws)
@@ -140,26 +150,50 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
         else:
             first_with[file.identity] = name
     stale = {p.path for p in problems if p.kind == "stale"}
+    compared = env is not None and env.source is not None
     bound = [(name, raw) for name, (raw, _entry, _known) in zip(shown, read, strict=True)
-             if name in stale and isinstance(raw, bytes) and b"footprint" in raw]
+             if (compared or name in stale) and isinstance(raw, bytes) and b"footprint" in raw]
     report = CheckReport(key=key, digest=digest, files=shown, problems=problems)
     if bound:
-        _add_verdicts(ws, bound, report)
+        _add_verdicts(ws, bound, report, stale, env)
     return report
 
 
-def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckReport) -> None:
-    """The footprint verdict of stale files that name a footprint, against the work tree, and
-    each of their laws' (the verdicts `rekey` and `review` give); files whose verdict is
-    unknown are left out."""
+def _env_problems(v: FileVerdict) -> list[Problem]:
+    """One problem per difference of the environment that moves one of a file's laws."""
+    from lawkit.footprint.lawverdict import law_verdict
+
+    env = v.diff.env if v.diff is not None else None
+    if env is None or env.source is None:
+        return []
+    regions = v.diff.regions if v.diff is not None else ()
+    fix = f"{refit_fix(v.path)}, or if the laws still hold: {ENV_FIX} {v.path}"
+    out = []
+    for change in env.changes:
+        alone = dataclasses.replace(env, changes=(change,), unpackaged=())
+        moved = [f"{law.name} ({law.target}) {verdict}" for law in v.laws
+                 if (verdict := law_verdict(regions, (), law.target, alone)[1]) != "untouched"]
+        if moved:
+            out.append(Problem(v.path, None, "environment",
+                               f"{change.line()}: {', '.join(moved)}", fix))
+    return out
+
+
+def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckReport,
+                  stale: set[str], env: EnvSpec | None = None) -> None:
+    """The footprint verdict of stale files that name a footprint, against the work tree and
+    the target environment, and each of their laws' (the verdicts `rekey` and `review` give);
+    files whose verdict is unknown are left out. Each file's differences of the environment
+    are problems of their own."""
     from lawkit.footprint.history import git_old_source
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying.footprints import verdicts_of
 
     judged = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
-                         old_source=git_old_source(ws.digest))
+                         old_source=git_old_source(ws.digest), env=env)
     for v in judged:
-        if v.verdict == "unknown":
+        report.problems.extend(_env_problems(v))
+        if v.verdict == "unknown" or v.path not in stale:
             continue
         report.verdicts[v.path] = (v.verdict, tuple(
             f"{law.name} ({law.target}) {law.verdict}" for law in v.laws

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, printable
@@ -23,6 +23,9 @@ from lawkit.footprint.lawverdict import worst_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 from lawkit.lawfiles import yamlsafe
+
+if TYPE_CHECKING:
+    from lawkit.footprint.envverdict import EnvSpec
 
 REQUIRE = ("untouched",)
 """The values of `--require`: the verdict every law file must have."""
@@ -125,14 +128,19 @@ def _laws(host: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
                 target: Callable[[], SourceTree], read: ReadFile | None = None,
-                old_source: OldSource | None = None) -> list[FileVerdict]:
+                old_source: OldSource | None = None, env: EnvSpec | None = None,
+                ) -> list[FileVerdict]:
     """The verdict of each (shown path, bytes) law file against the tree ``target()`` gives
     (read once, and only when a file names a footprint), and of each of its laws
     (`lawkit.footprint.regions`): a file's is the worst of its laws'.
 
-    ``read`` reads a footprint by its workspace-relative path (default: the work tree).
+    ``read`` reads a footprint by its workspace-relative path (default: the work tree);
+    ``env``, the target environment a footprint's is compared with, from the file's baseline
+    (`lawkit.footprint.envverdict`).
     """
     from functools import cache
+
+    from lawkit.footprint.envverdict import compare_env, env_clauses
 
     tree = cache(target)
     seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
@@ -154,6 +162,7 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
         if footprint is None or diff is None:
             out.append(FileVerdict(shown, "unknown", path, laws=_unknown(shown, laws)))
             continue
+        diff = diff.with_env(compare_env(footprint.environment, env, env_clauses(host)))
         judged = tuple(LawVerdict(shown, name, law_target, *diff.law(law_target))
                        for name, law_target in laws)
         verdict = worst_verdict(v.verdict for v in judged) if judged else diff.verdict
