@@ -63,6 +63,19 @@ class Measurement:
     recorders: set[str] = field(default_factory=set)
     opened: dict[str, set[Context]] = field(default_factory=dict)
     """Files under a hashed package's folder that are not Python, opened, by real path."""
+    env: dict[str, set[Context]] = field(default_factory=dict)
+    """Files outside the hashed ones whose Python code ran, with the contexts it ran in; on a
+    recorder that sees no such code (coverage.py), the files of every loaded module, with every
+    context its process was in."""
+    native: dict[str, set[Context]] = field(default_factory=dict)
+    """The shared objects the processes mapped, with every context each process was in."""
+    env_everywhere: bool = False
+    """Some process counted its loaded distributions everywhere (it saw no code outside the
+    hashed files run)."""
+    search_path: list[str] = field(default_factory=list)
+    """The measured processes' search paths, the main process's first, each folder once."""
+    python: dict[str, Any] | None = None
+    """The main process's Python build (``environment.PythonBuild`` as JSON)."""
 
 
 def read_markers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
@@ -121,6 +134,7 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
         assert saved is not None
         _check_process(proc, saved)
         _add_runs(saved, measurement)
+        _add_environment(proc, saved.get("environment"), measurement)
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
@@ -189,6 +203,33 @@ def _add_runs(saved: dict[str, Any], measurement: Measurement) -> None:
     for filename, qualname, first, phase, regions in saved.get("runs", []):
         by_code = measurement.runs.setdefault(os.path.realpath(filename), {})
         by_code.setdefault((qualname, int(first)), set()).add((phase, tuple(regions)))
+
+
+def _add_environment(proc: Process, saved: Any, measurement: Measurement) -> None:
+    """A process's environment: the files outside the hashed ones that ran, where; each
+    shared object it mapped (and, where it saw no such code run, each loaded module's file) in
+    every context it was in."""
+    if not isinstance(saved, dict):
+        return
+    contexts = {(str(phase), tuple(regions)) for phase, regions in saved.get("contexts", [])}
+    for filename, phase, regions in saved.get("runs", []):
+        measurement.env.setdefault(filename, set()).add((phase, tuple(regions)))
+    everywhere = bool(saved.get("everywhere"))
+    if everywhere:
+        measurement.env_everywhere = True
+        for filename in saved.get("loaded", []):
+            measurement.env.setdefault(filename, set()).update(contexts)
+    for path in saved.get("native", []):
+        measurement.native.setdefault(path, set()).update(contexts)
+    path = [p for p in saved.get("path", []) if isinstance(p, str)]
+    if proc.main:
+        measurement.search_path[:0] = path
+        if isinstance(saved.get("python"), dict):
+            measurement.python = saved["python"]
+    else:
+        measurement.search_path.extend(path)
+    if measurement.python is None and isinstance(saved.get("python"), dict):
+        measurement.python = saved["python"]
 
 
 def _read_coverage(folder: Path, measurement: Measurement, steps_again: set[str]) -> None:

@@ -74,6 +74,11 @@ class CoverageRecorder:
         self.steps_again: list[str] = []
         self._shutdown = ""
         """The current shutdown's context phase (``shutdown@ID``)."""
+        self.env_everywhere = True
+        """coverage.py measures only the hashed files: every loaded distribution counts as run
+        in every context the process was in."""
+        self.entered: set[Context] = set()
+        """Every context the process was in."""
 
     def start(self) -> None:
         """Set the first context, trace ``_thread`` threads, note any tracer turned off."""
@@ -93,6 +98,8 @@ class CoverageRecorder:
                 steps = self._ran.setdefault(("steps", ()), {})
                 for context in [c for c in self._ran if c[0] == "shutdown"]:
                     steps.update(self._ran.pop(context))
+                self.entered = {c for c in self.entered if c[0] != "shutdown"}
+                self.entered.add(("steps", ()))
             self.regions.update(r for regions in self._regions.values() for r in regions)
         self._phase = name
         self._switch()
@@ -135,6 +142,7 @@ class CoverageRecorder:
         self._ran = {}
         self.regions = set()
         self.steps_again = []
+        self.entered = set()
         self._switch()
 
     def save(self) -> None:
@@ -153,12 +161,19 @@ class CoverageRecorder:
         return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
                 for (phase, regions), codes in self._ran.items() for c in codes.values()]
 
+    def env_runs(self) -> list[list[Any]]:
+        """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
+        return []
+
     def _switch(self) -> None:
         names: set[str] = {r for regions in self._regions.values() for r in regions}
         if any(t.ident not in self._regions for t in threading.enumerate()
                if t.ident not in self._profiled and not getattr(t, ENGINE_FREE, False)):
             names.add(ANY_REGION)
         phase = self._shutdown if self._phase == "shutdown" else self._phase
+        self.entered.update((self._phase, () if r == ANY_REGION else (r,)) for r in names)
+        if not names:
+            self.entered.add((self._phase, ()))
         self._cov.switch_context(context_name(phase, names))
 
     def _traced(self, function: Callable[..., Any], tracer: Any) -> Callable[..., Any]:

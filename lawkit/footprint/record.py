@@ -21,6 +21,7 @@ hashed file changed during the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -37,8 +38,18 @@ from lawkit.config import Workspace
 from lawkit.footprint import Context, sitehook
 from lawkit.footprint.audit import ChildWatch
 from lawkit.footprint.collect import WAIT_SECONDS, Measurement, collect
-from lawkit.footprint.document import ANY_REGION, FileRecord, Footprint, UnitRecord, sort_phases
+from lawkit.footprint.document import (
+    ANY_REGION,
+    DistRecord,
+    EnvironmentRecord,
+    FileRecord,
+    Footprint,
+    UnitRecord,
+    sort_phases,
+)
+from lawkit.footprint.environment import PythonBuild, python_build
 from lawkit.footprint.errors import RecordRefused
+from lawkit.footprint.owners import Owners
 from lawkit.footprint.ran import phases_of_units, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources
 from lawkit.footprint.units import NORMAL, Unit, codes_of, units_of
@@ -52,6 +63,10 @@ _CLEARED_ENV = ("COVERAGE_FILE", "COVERAGE_RCFILE", "COVERAGE_PROCESS_CONFIG",
 INFLATED = ("lawkit footprint record: Python {python} records with coverage.py, whose tracer "
             "inflates step times: take captures from a "
             "run on Python 3.12+, which records with sys.monitoring")
+EVERYWHERE = ("lawkit footprint record: {who} saw no code outside the hashed files run, so "
+              "every distribution it loaded counts as run in every phase and region (a change "
+              "to any of them moves every law); record on Python 3.12+ to attribute them by "
+              "region")
 
 
 @dataclass(frozen=True)
@@ -143,14 +158,22 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
         shutil.rmtree(folder, ignore_errors=True)
     if "coverage" in measurement.recorders:
         sys.stderr.write(INFLATED.format(python=platform.python_version()) + "\n")
+    if measurement.env_everywhere:
+        who = (f"Python {platform.python_version()} (coverage.py)"
+               if "coverage" in measurement.recorders else
+               "a process whose sys.monitoring tool id for the environment was taken")
+        sys.stderr.write(EVERYWHERE.format(who=who) + "\n")
     after = work_tree_sources(ws.digest)
     if after.files != before.files:
         changed = sorted(set(before.files) ^ set(after.files)
                          | {p for p in before.files if after.files.get(p) != before.files[p]})
         raise RecordRefused(f"{changed[0]} changed while the command ran: record again on a "
                             "tree that stays put")
+    hook = os.path.realpath(folder)
     measurement.arcs = {f: a for f, a in measurement.arcs.items()
-                        if not _inside(f, os.path.realpath(folder))}  # the hook's own lines
+                        if not _inside(f, hook)}  # the hook's own lines
+    measurement.env = {f: c for f, c in measurement.env.items()
+                       if not _inside(os.path.realpath(f), hook)}
     footprint = build_footprint(ws, before, measurement, tuple(command))
     sha = write_footprint(footprint, out)
     return RecordReport(footprint, ws.rel(out), sha)
@@ -267,7 +290,53 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     return Footprint(ws.digest.key, tree.digest, command, len(measurement.processes), files,
                      recorder=recorder, python=platform.python_version(),
                      regions=tuple(sorted(seen | measurement.regions)),
-                     unhashed=tuple(sorted(unhashed)))
+                     unhashed=tuple(sorted(unhashed)),
+                     environment=build_environment(ws, by_path, measurement))
+
+
+def build_environment(ws: Workspace, hashed: dict[str, str],
+                      measurement: Measurement) -> EnvironmentRecord:
+    """The environment of a measurement: each distribution whose Python code ran (where it
+    ran, as for a unit) or whose shared object was mapped (in every context its process was
+    in), the code that ran from no distribution, and the Python build. The hashed files and the
+    hashed packages' folders are left out before attribution."""
+    root = os.path.realpath(ws.digest.root)
+    packages = tuple(os.path.join(root, *p.split("/"), "") for p in ws.digest.packages)
+
+    def outside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real not in hashed and not real.startswith(packages)
+
+    owners = Owners(measurement.search_path or None)
+    ran = {f: c for f, c in measurement.env.items() if outside(f)}
+    code = owners.attribute(ran)
+    native = {f: c for f, c in measurement.native.items() if outside(f)}
+    libraries = owners.attribute(native)
+    infos = {**libraries.distributions, **code.distributions}
+    contexts: dict[str, set[Context]] = {}
+    for by_file, attribution in ((ran, code), (native, libraries)):
+        for path, where in by_file.items():
+            name = attribution.owners.get(path)
+            if name is not None and name in infos:
+                contexts.setdefault(name, set()).update(where)
+    dists: dict[str, DistRecord] = {}
+    for name, where in sorted(contexts.items()):
+        phases = sort_phases({p for p, _ in where})
+        if not phases:  # it ran only in a shutdown: not run
+            continue
+        info = infos[name]
+        dists[name] = DistRecord(info.version, info.record, info.direct_url_json(), phases,
+                                 _regions_in(where, "steps"), _regions_in(where, "startup"))
+    counted: set[str] = set()  # the real paths that ran in a phase that counts
+    for path, where in ran.items():
+        if sort_phases({p for p, _ in where}):
+            counted.add(os.path.realpath(path))
+    unpackaged = tuple(p for p in code.unpackaged if p in counted)
+    python = python_build()
+    if measurement.python is not None:
+        with contextlib.suppress(ValueError):  # a build the process could not describe
+            python = PythonBuild.from_json(measurement.python)
+    return EnvironmentRecord(python, dists, unpackaged, measurement.env_everywhere)
 
 
 def _linked(by_path: dict[str, str], tree: SourceTree,

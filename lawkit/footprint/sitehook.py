@@ -13,7 +13,10 @@ In each process, `install`:
    of code executed and threads started;
 4. saves, at exit, on SIGTERM (`sigterm`), on ``os._exit`` and before an exec (`patch`),
    ``<marker>.done``: what ran, the Python children, the modules loaded from the engine's
-   folders, and any call that turned the recorder off;
+   folders, and any call that turned the recorder off; for the environment, the files outside
+   the hashed ones whose code ran (by context), the contexts the process was in, the shared
+   objects it mapped (``/proc/self/maps``), the files of its loaded modules, its search path
+   and its Python build;
 5. in a forked child (a ``multiprocessing`` worker), writes the child's marker and starts the
    recorder over in ``steps`` with no region open;
 6. then runs the ``sitecustomize`` this one hides, if there is one.
@@ -51,6 +54,8 @@ _marker = ""  # this process's marker, without its extension
 _markers: Any = None  # lawkit.footprint
 _sigterm: Any = None  # lawkit.footprint.sigterm
 _loaded_modules: Any = None  # lawkit.footprint.loaded.loaded_modules
+_native_libraries: Any = None  # lawkit.footprint.owners.native_libraries
+_python_build: Any = None  # lawkit.footprint.environment.python_build
 _recorder: Any = None  # a lawkit.footprint.Recorder
 _children: Any = None  # a lawkit.footprint.audit.ChildWatch
 _saving = False
@@ -68,7 +73,8 @@ def install() -> None:
 
 
 def _start(folder: str) -> None:
-    global _recorder, _children, _markers, _sigterm, _loaded_modules
+    global _recorder, _children, _markers, _sigterm, _loaded_modules, _native_libraries
+    global _python_build
     # The main process: `record`'s own child. An orphan `record` reaps (a worker COMMAND left
     # behind) has `record` as its parent too, but another measured process started it
     # (SPAWNER_ENV names it); the main process after an exec keeps its pid, so it names itself.
@@ -80,12 +86,15 @@ def _start(folder: str) -> None:
         import lawkit.footprint
         from lawkit.footprint import patch, sigterm
         from lawkit.footprint.audit import ChildWatch
+        from lawkit.footprint.environment import python_build
         from lawkit.footprint.loaded import loaded_modules
+        from lawkit.footprint.owners import native_libraries
     except Exception as exc:
         _write_marker(folder, main=main, how="start",
                       error=f"lawkit cannot be imported ({type(exc).__name__}: {exc})")
         return
     _markers, _sigterm, _loaded_modules = lawkit.footprint, sigterm, loaded_modules
+    _native_libraries, _python_build = native_libraries, python_build
     # A pool may terminate a spawned worker still starting up: SIGTERM waits until the marker
     # written here has the handler that saves its data.
     mask = sigterm.hold()
@@ -187,9 +196,25 @@ def _save() -> None:
             "opened": _children.opened_files(),
             "children": _children.children, "turned_off": _recorder.turned_off,
             "regions": sorted(_recorder.regions), "steps_again": _recorder.steps_again,
-            "modules": _loaded_modules(_roots(), names)})
+            "modules": _loaded_modules(_roots(), names),
+            "environment": {
+                "runs": _recorder.env_runs(), "everywhere": _recorder.env_everywhere,
+                "contexts": sorted([p, list(r)] for p, r in _recorder.entered),
+                "native": _native_libraries(), "loaded": _module_files(),
+                "path": list(sys.path), "python": _python_build().to_json()}})
     except Exception as exc:  # never mask the process's own exit
         sys.stderr.write(f"lawkit footprint: cannot save what this process ran: {exc}\n")
+
+
+def _module_files() -> list[str]:
+    """The files of the modules loaded (what a recorder that sees no code outside the hashed
+    files counts as run)."""
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str):
+            found.add(filename)
+    return sorted(found)
 
 
 def _before_exec(path: Any, argv: Any, env: Any) -> int:

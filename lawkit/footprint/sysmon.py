@@ -33,14 +33,27 @@ runs before that switch are recorded as before (in each live context); a forked 
 them all again.
 
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
-happens in `record` (``ran.unit_of_code``), not here. A call that would turn this tool's events
-off (``set_events``, ``set_local_events``, ``free_tool_id``, ``register_callback`` on its id)
-is let through and noted: `record` refuses the process.
+happens in `record` (``ran.unit_of_code``), not here.
+
+The environment (which distributions ran, in which contexts) is seen the same way under a
+second tool id (`ENV_TOOL_ID`), so that the hashed code's events stay as they were: every other
+code object (but the standard library's and lawkit's) is armed as it is executed, and those
+already loaded at start through their modules' functions; its first start in a context notes
+its *file* for that context and answers ``DISABLE`` (by file: a second code object of a file
+seen there adds nothing). A file that has run in ``steps`` with no region open is settled: its
+code objects are disarmed for good at the next switch, as hashed code is. Files map to
+distributions at the end, in `record`. Where that tool id is taken, the process notes it
+(`env_everywhere`): every distribution it loaded counts as run wherever it ran.
+
+A call that would turn either tool's events off (``set_events``, ``set_local_events``,
+``free_tool_id``, ``register_callback`` on its id) is let through and noted: `record` refuses
+the process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -54,6 +67,8 @@ ANY_STEPS: Context = ("steps", ())
 TOOL_ID = 4
 """The sys.monitoring tool id lawkit takes (0-2 and 5 are the debugger's, coverage's,
 profiler's and optimizer's)."""
+ENV_TOOL_ID = 3
+"""The tool id of the environment's events (code outside the hashed files)."""
 
 _identity: Callable[[object], int] = object.__hash__
 """An object's identity as an int, unique among live objects, without ``id()``'s audit event."""
@@ -101,6 +116,20 @@ class SysMonRecorder:
         so ``PY_START`` and ``PY_RESUME`` are set for every code object, filtered to hashed
         files (`_on_any_start`)."""
         self._set_events: Callable[..., None] = mon.set_events  # before `start` guards it
+        self._env = False
+        """The environment's tool id was taken: code outside the hashed files is armed."""
+        self.env_everywhere = False
+        """It was not (another tool holds it): every loaded distribution counts everywhere."""
+        self._tracked = env_files()
+        self._env_ran: dict[Context, dict[str, None]] = {}
+        """The files outside the hashed ones whose code started in each context."""
+        self._env_others: tuple[dict[str, None], ...] = ()
+        self._env_settled: set[str] = set()
+        """Files that ran in steps with no region open: nothing more to learn from them."""
+        self._env_disarm: list[CodeType] = []
+        self._env_disarmed: dict[int, CodeType] = {}
+        self.entered: set[Context] = set()
+        """Every context the process was in (a native library counts as run in each)."""
         self._register: Callable[..., Any] = mon.register_callback
         """A thread was started with ``_thread.start_new_thread`` (not listed by threading)."""
 
@@ -114,6 +143,18 @@ class SysMonRecorder:
         mon.register_callback(TOOL_ID, mon.events.PY_THROW, self._on_throw)
         mon.set_events(TOOL_ID, mon.events.PY_THROW)
         patch.monitoring_guarded(TOOL_ID, self.turned_off.append)
+        try:
+            mon.use_tool_id(ENV_TOOL_ID, "lawkit footprint environment")
+        except ValueError:  # another tool holds it
+            self.env_everywhere = True
+        else:
+            self._env = True
+            mon.register_callback(ENV_TOOL_ID, mon.events.PY_START, self._on_env_start)
+            mon.register_callback(ENV_TOOL_ID, mon.events.PY_RESUME, self._on_env_start)
+            patch.monitoring_guarded(ENV_TOOL_ID, self.turned_off.append)
+            for code in loaded_code(self._hashed, self._tracked):
+                self._arm_env(code)
+        self.entered.add(self._default)
         frames = sys._current_frames()
         own = {t.ident for t in threading.enumerate() if _own(t)}
         self._threaded = any(i not in own for i in frames if i != self._ident())
@@ -124,10 +165,13 @@ class SysMonRecorder:
         """Code is about to be executed (the ``exec`` audit event, which the process's one
         audit hook passes on: each audit hook costs every audited event, ``frame.f_code``
         included): arm it if it is hashed, with every code object nested in it."""
-        if not isinstance(code, CodeType) or not self._hashed(code.co_filename):
+        if not isinstance(code, CodeType):
             return
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-            self._arm(code)
+            if self._hashed(code.co_filename):
+                self._arm(code)
+            elif self._env and self._tracked(code.co_filename):
+                self._arm_env(code)
 
     def code_copied(self, filename: object) -> None:
         """A code object of ``filename`` is being built (``types.CodeType``, ``code.replace``):
@@ -157,6 +201,38 @@ class SysMonRecorder:
             c = todo.pop()
             self._set_local_events(TOOL_ID, c, self._events)
             todo.extend(k for k in c.co_consts if isinstance(k, CodeType))
+
+    def _arm_env(self, code: CodeType) -> None:
+        """Arm a code object outside the hashed files, and those nested in it, for the
+        environment (the nested ones of a tracked file only: a hashed function's body is not
+        nested in another file's code)."""
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            if self._tracked(c.co_filename) and not self._hashed(c.co_filename):
+                self._set_local_events(ENV_TOOL_ID, c, self._events)
+            todo.extend(k for k in c.co_consts if isinstance(k, CodeType))
+
+    def _on_env_start(self, code: CodeType, offset: int) -> object:
+        """A code object outside the hashed files started: note its file in this context."""
+        name = code.co_filename
+        if name in self._env_settled:  # counts in steps with no region open: nothing to add
+            self._env_disarm.append(code)
+            return self._disable
+        context = self._contexts.get(self._ident(), self._default)
+        seen = self._env_ran.get(context)
+        if seen is None:
+            seen = self._env_ran[context] = {}
+        seen[name] = None
+        if context == ANY_STEPS:
+            self._env_settled.add(name)
+            self._env_disarm.append(code)
+        others = self._env_others
+        if others:
+            for ran in others:
+                if name not in ran:
+                    return None
+        return self._disable
 
     def _on_start(self, code: CodeType, offset: int) -> object:
         context = self._contexts.get(self._ident(), self._default)  # only hashed code fires
@@ -198,16 +274,18 @@ class SysMonRecorder:
             if here == self._default:
                 return  # the one live context: what it ran is disabled for the new thread too
             others = (self._ran.setdefault(here, {}),)
+            self._env_others = (self._env_ran.setdefault(here, {}),)
         elif any(ran is default for ran in others):
             return
         self._others = (*others, default)
+        self._env_others = (*self._env_others, self._env_ran.setdefault(self._default, {}))
         self._rearm()
 
     def _live(self, frames: dict[int, FrameType] | None = None) -> None:
         """Find the contexts in which a thread may run engine code before the next switch:
         those of the threads with a Python frame, but lawkit's own."""
         if not self._threaded:
-            self._others = ()
+            self._others = self._env_others = ()
             return
         if frames is not None:  # at start-up and at a phase switch: every thread's stack
             own = {t.ident for t in threading.enumerate() if _own(t)}
@@ -224,6 +302,8 @@ class SysMonRecorder:
         contexts.add(self._contexts.get(self._ident(), self._default))
         self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
                         if len(contexts) > 1 else ())
+        self._env_others = (tuple(self._env_ran.setdefault(c, {}) for c in contexts)
+                            if len(contexts) > 1 else ())
 
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``: re-arm, count every thread's stack in it. Back
@@ -234,10 +314,18 @@ class SysMonRecorder:
                 steps = self._ran.setdefault(("steps", ()), {})
                 for context in [c for c in self._ran if c[0] == "shutdown"]:
                     steps.update(self._ran.pop(context))
+                env = self._env_ran.setdefault(("steps", ()), {})
+                for context in [c for c in self._env_ran if c[0] == "shutdown"]:
+                    env.update(self._env_ran.pop(context))
+                if any(c[0] == "shutdown" for c in self.entered):
+                    self.entered = {c for c in self.entered if c[0] != "shutdown"}
+                    self.entered.add(("steps", ()))
             self.regions.update(r for _, regions in self._contexts.values() for r in regions)
         self._phase = name
         self._default = (name, ())
         self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
+        self.entered.add(self._default)
+        self.entered.update(self._contexts.values())
         frames = sys._current_frames()
         self._live(frames)
         self._rearm()
@@ -250,6 +338,7 @@ class SysMonRecorder:
             if self._phase == "steps":
                 self.regions.update(regions)
             self._contexts[ident] = (self._phase, regions)
+            self.entered.add((self._phase, regions))
             self._ends.watch()
         else:
             self._contexts.pop(ident, None)
@@ -270,6 +359,16 @@ class SysMonRecorder:
                     disarmed[key] = code
                     with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
                         set_local(TOOL_ID, code, 0)
+        env = self._env_disarm
+        if env:
+            self._env_disarm = []
+            disarmed, set_local = self._env_disarmed, self._set_local_events
+            for code in env:
+                key = _identity(code)
+                if key not in disarmed:
+                    disarmed[key] = code
+                    with contextlib.suppress(ValueError):
+                        set_local(ENV_TOOL_ID, code, 0)
         self._restart()
 
     def forked(self) -> None:
@@ -279,6 +378,15 @@ class SysMonRecorder:
             with contextlib.suppress(ValueError):
                 self._set_local_events(TOOL_ID, code, self._events)
         self._disarmed = {}
+        self._env_disarm = []
+        for code in self._env_disarmed.values():
+            with contextlib.suppress(ValueError):
+                self._set_local_events(ENV_TOOL_ID, code, self._events)
+        self._env_disarmed = {}
+        self._env_settled = set()
+        self._env_ran = {}
+        self._env_others = ()
+        self.entered = {("steps", ())}
         self._ran = {}
         self.regions = set()
         self._phase = "steps"
@@ -303,6 +411,8 @@ class SysMonRecorder:
                 code = f.f_code
                 if self._hashed(code.co_filename):
                     self._ran.setdefault(context, {})[_identity(code)] = code
+                elif self._env and self._tracked(code.co_filename):
+                    self._env_ran.setdefault(context, {})[code.co_filename] = None
                 f = f.f_back
 
     def runs(self) -> list[list[Any]]:
@@ -310,6 +420,85 @@ class SysMonRecorder:
         context it ran in."""
         return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
                 for (phase, regions), codes in self._ran.items() for c in codes.values()]
+
+    def env_runs(self) -> list[list[Any]]:
+        """``[filename, phase, regions]`` for each file outside the hashed ones whose code
+        started, and each context it started in."""
+        return [[name, phase, list(regions)]
+                for (phase, regions), names in self._env_ran.items() for name in names]
+
+
+def env_files() -> Callable[[str], bool]:
+    """Whether code of a file may belong to a distribution: not the standard library's (it is
+    ``python``, the build), not lawkit's own, not generated (``<string>``), remembered by file
+    name."""
+    stdlib, site, own = _standard_folders()
+    known: dict[str, bool] = {}
+
+    def tracked(filename: str) -> bool:
+        keep = known.get(filename)
+        if keep is None:
+            if not filename or filename.startswith("<"):
+                keep = False
+            else:
+                real = os.path.realpath(filename)
+                keep = known[filename] = not (real.startswith(own) or (
+                    real.startswith(stdlib) and not real.startswith(site)
+                    and f"{os.sep}site-packages{os.sep}" not in real
+                    and f"{os.sep}dist-packages{os.sep}" not in real))
+        return keep
+
+    return tracked
+
+
+def _standard_folders() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The standard library's folders, the site folders, and lawkit's own package folders."""
+    import site
+    import sysconfig
+
+    def folders(paths: list[str]) -> tuple[str, ...]:
+        return tuple(sorted({os.path.join(os.path.realpath(p), "") for p in paths if p}))
+
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    here = sysconfig.get_paths()
+    sites = [here["purelib"], here["platlib"], *getattr(site, "getsitepackages", list)()]
+    lawkit = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return (folders([base["stdlib"], base["platstdlib"]]), folders(sites), folders([lawkit]))
+
+
+def loaded_code(hashed: Callable[[str], bool],
+                tracked: Callable[[str], bool]) -> list[CodeType]:
+    """The code objects of the functions (and methods of classes) of the modules already
+    loaded, outside the hashed files and the standard library: those a ``.pth`` file or the
+    interpreter imported before the recorder started."""
+    found: list[CodeType] = []
+    seen: set[int] = set()
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or hashed(filename) or not tracked(filename):
+            continue
+        todo: list[object] = list(getattr(module, "__dict__", {}).values())
+        while todo:
+            obj = todo.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, (staticmethod, classmethod)):
+                todo.append(obj.__func__)
+            elif isinstance(obj, property):
+                todo.extend((obj.fget, obj.fset, obj.fdel))
+            elif isinstance(obj, type) and getattr(obj, "__module__", None) == module.__name__:
+                todo.extend(vars(obj).values())
+            else:
+                code = getattr(obj, "__code__", None)
+                if isinstance(code, CodeType) and getattr(obj, "__module__", None) == \
+                        module.__name__:
+                    found.append(code)
+                    wrapped = getattr(obj, "__wrapped__", None)
+                    if wrapped is not None:
+                        todo.append(wrapped)
+    return found
+
 
 def _own(thread: threading.Thread) -> bool:
     """A thread of lawkit's own, which runs no engine code."""
