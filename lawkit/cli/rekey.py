@@ -47,6 +47,15 @@ def rekey(
         "engine's: adopt, then rekey.")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the unified diff and write nothing.")] = False,
+    env: Annotated[bool, typer.Option(
+        "--env", help="Accept the target environment (--target-env, else [tool.lawkit] "
+        "environment) as the new baseline of each law file bound to a footprint whose "
+        "environment differs from it: one rekey entry with an env clause, the key kept.")
+    ] = False,
+    target_env: Annotated[str | None, typer.Option(
+        "--target-env", metavar="current|FILE", help="The environment footprints are compared "
+        "with: current or a lock file (default: [tool.lawkit] environment).",
+        show_default=False)] = None,
     require: Annotated[str | None, typer.Option(
         "--require", metavar="untouched", help="Refuse (exit 2, nothing written) unless every "
         "law re-keyed has the verdict untouched (only engine code its capture runs never ran, "
@@ -76,10 +85,15 @@ def rekey(
         from lawkit.keying.checkcache import CheckCache, cache_wanted
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
+        spec = None
+        if target_env or ws.environment or ws.python:
+            from lawkit.footprint.envverdict import env_spec
+
+            spec = env_spec(ws, target_env)
         report = lib.rekey(ws, why=why, refs=ref or [], to=to, from_=from_, adopt=adopt,
                            dry_run=dry_run, paths=paths or None,
                            cache=CheckCache(ws.laws) if cache_wanted(cache) else None,
-                           require=require)
+                           require=require, env=spec, accept_env=env)
         if json:
             print_json(report.to_json())
         elif dry_run:

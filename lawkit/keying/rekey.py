@@ -38,6 +38,7 @@ from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
+    from lawkit.footprint.envverdict import EnvSpec
     from lawkit.keying.checkcache import CheckCache
 
 LOCK_WAIT_S = 5.0
@@ -48,9 +49,11 @@ class Change:
     """One file edited (or, in a dry run, to be edited)."""
 
     path: str
-    kind: str  # "rekey" or "adopt"
+    kind: str  # "rekey", "adopt" or "env" (the environment accepted, the key kept)
     from_: str
     to: str
+    env: str = field(default="", compare=False)
+    """For ``env``: the differences accepted, as a person says them."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,11 @@ class RekeyReport:
         verb = "would " if self.dry_run else ""
         out = []
         for c in self.changed:
-            if c.kind == "adopt":
+            if c.kind == "env":
+                out.append(f"{'would accept' if verb else 'accepted'} the environment in "
+                           f"{c.path}: {c.env}")
+                out += self._verdict_lines(c.path)
+            elif c.kind == "adopt":
                 out.append(f"{verb}{'adopt' if verb else 'adopted'} {c.path} at "
                            f"{self.key}={c.to}")
             else:
@@ -202,6 +209,8 @@ def rekey(
     at: datetime.datetime | None = None,
     cache: CheckCache | None = None,
     require: str | None = None,
+    env: EnvSpec | None = None,
+    accept_env: bool = False,
 ) -> RekeyReport:
     """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
 
@@ -209,7 +218,10 @@ def rekey(
     laws were edited by hand since their newest fit or adoption. With
     `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not validated
     again, and what `check` will find in each file written goes into it. With `require`
-    ("untouched"), a file re-keyed whose footprint verdict differs is a refusal.
+    ("untouched"), a file re-keyed whose footprint verdict differs is a refusal. ``env`` is the
+    target environment footprints are compared with; with `accept_env`, each file bound to a
+    footprint whose environment differs from it gets one ``rekey`` entry with an ``env`` clause
+    (the key kept) that makes it the file's new baseline.
     """
     length, key = ws.digest.length, ws.digest.key
     why = _one_line(why, "--why")
@@ -220,6 +232,13 @@ def rekey(
         raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
                           "file names; run lawkit rekey afterwards to move the keys")
     _check_require(require, adopt)
+    if accept_env and (adopt or to is not None or from_ is not None or env is None
+                       or env.source is None):
+        raise LawkitError("--env accepts the target environment as the laws' new baseline: "
+                          "name one (--env current|FILE, or [tool.lawkit] environment), and "
+                          "leave out --adopt, --to and --from")
+    if env is not None:
+        env = dataclasses.replace(env, strict=require is not None)
     target = None if adopt else \
         require_digest(to, "--to", length) if to is not None else current_digest(ws)
     files = named_law_files(ws, paths) if paths else law_paths(ws.laws, ws)
@@ -232,12 +251,27 @@ def rekey(
         if not dry_run:
             fsio.remove_stray_temps(ws.laws)
 
+        clauses: dict[str, dict[str, list[str | None]]] = {}
+        early: list[FileVerdict] = []
+        if accept_env:
+            from lawkit.footprint.envverdict import clause_of
+
+            read = [_read(path, ws, key, cache) for path in files]
+            early = _verdicts(ws, [(f[1], f[2]) for f in read if isinstance(f[2], bytes)],
+                              require, env)
+            clauses = {v.path: clause_of(v.diff.env) for v in early if v.diff is not None
+                       and v.diff.env is not None and v.diff.env.changes}
+
         def prepare(file: _File) -> _Outcome:
             """What happens to one file, as a value: it may come back from a worker process."""
             path, shown, raw, known = file
             try:
                 if isinstance(raw, LawkitError):
                     raise raw
+                if accept_env:
+                    if shown not in clauses:
+                        return _Unchanged(shown, ())
+                    return _prepare_env(path, shown, raw, key, clauses[shown], when, why, refs)
                 if adopt:
                     return _prepare_adopt(path, shown, raw, key, when, why, from_)
                 assert target is not None
@@ -250,13 +284,17 @@ def rekey(
             except LawkitError as exc:
                 return _Refused(exc.detail, exc.path, exc.line)
 
-        outcomes = map_in_workers(prepare, [_read(path, ws, key, cache) for path in files])
+        outcomes = map_in_workers(prepare, read if accept_env else
+                                  [_read(path, ws, key, cache) for path in files])
         refusals = [o for o in outcomes if isinstance(o, _Refused)]
         if refusals:
             raise _refusal(refusals)
         prepared = [o for o in outcomes if isinstance(o, _Prepared)]
-        if not adopt:
-            report.verdicts.extend(_verdicts(ws, prepared, require))
+        if accept_env:
+            report.verdicts.extend(v for v in early if v.path in clauses)
+        elif not adopt:
+            report.verdicts.extend(_verdicts(ws, [(p.shown, p.old) for p in prepared], require,
+                                             env))
         else:
             report.problems.extend(_still_stale(ws, outcomes))
         report.changed.extend(p.change for p in prepared)
@@ -357,6 +395,24 @@ def _prepare_rekey(path: Path, shown: str, raw: bytes, known: FileFacts | None, 
                      _facts_after(after, key, target, identity))
 
 
+def _prepare_env(path: Path, shown: str, raw: bytes, key: str,
+                 clause: dict[str, list[str | None]], when: str, why: str, refs: list[str],
+                 ) -> _Prepared:
+    """The file with one ``rekey`` entry accepting the environment's differences (``clause``:
+    each name's recorded and target version) as its new baseline; the key stays."""
+    law_file = lawfile.parse(raw, shown, key=key)
+    problems = integrity_problems(law_file, key)
+    if problems:
+        raise RefusalError(problems[0].message, path=shown, line=problems[0].line)
+    named = law_file.host.key[key]
+    fields = {"from": named, "to": named, "env": clause, "at": when, "why": why, "refs": refs}
+    edits = [textedit.provenance_edit(law_file, provenance_entry("rekey", fields))]
+    new, after = _verified(raw, law_file, edits, key, named, {"rekey": fields})
+    said = ", ".join(f"{name} {old} -> {new or 'absent'}" for name, (old, new) in clause.items())
+    return _Prepared(path, shown, raw, new, Change(shown, "env", named, named, said),
+                     _facts_after(after, key, named, identity_of(law_file)))
+
+
 def _prepare_adopt(path: Path, shown: str, raw: bytes, key: str, when: str, why: str,
                    from_: str | None) -> _Prepared:
     """The file with one `adopt` entry vouching for its laws as they are: laws written before
@@ -426,8 +482,8 @@ def _check_require(require: str | None, adopt: bool) -> None:
         raise LawkitError("--require does not apply with --adopt: an adoption moves no key")
 
 
-def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
-              ) -> list[FileVerdict]:
+def _verdicts(ws: Workspace, files: list[tuple[str, bytes]], require: str | None,
+              env: EnvSpec | None = None) -> list[FileVerdict]:
     """Each file's footprint verdict, and each of its laws', against the engine's work tree
     (what runs now, whatever --to says); a refusal when `require` is given and a law's differs.
     The work tree is read only when a file names a footprint, and without `require` a file is
@@ -436,11 +492,10 @@ def _verdicts(ws: Workspace, prepared: list[_Prepared], require: str | None,
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying import footprints
 
-    files = [(p.shown, p.old) for p in prepared]
     if require is None and not any(b"footprint" in raw for _shown, raw in files):
         return [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
     verdicts = footprints.verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
-                                      old_source=git_old_source(ws.digest))
+                                      old_source=git_old_source(ws.digest), env=env)
     bad = footprints.failing_laws(verdicts, require)
     if bad:
         first = next(v for v in verdicts if v.path == bad[0].file)

@@ -195,6 +195,9 @@ class RekeyRecord(BaseModel):
     at: str
     why: str
     refs: list[str] = []
+    env: dict[str, list[str | None]] | None = None
+    """The environment accepted as the new baseline (`rekey --env`): each distribution's
+    recorded and target version (``python``: the Python's; null: absent)."""
 
 
 class AdoptRecord(BaseModel):

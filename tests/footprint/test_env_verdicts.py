@@ -188,3 +188,26 @@ def test_bad_config_keys_are_exit_2_naming_the_key(repo: Path) -> None:
 def _with_top(repo: Path, line: str) -> str:
     text = (repo / "lawkit.toml").read_text()
     return line + "\n" + text
+
+
+def test_rekey_env_appends_one_entry_and_later_comparisons_start_from_it(repo: Path) -> None:
+    (repo / "lawkit.toml").write_text(_with_top(repo, 'environment = "requirements.txt"'))
+    lock(repo, torchlike="2.12.0")
+    before = (repo / "laws/host.yaml").read_bytes()
+    refused = lawkit("rekey", "--env", "--why", "torch upgrade", "--require", "untouched")
+    assert refused.exit_code == 2 and "sampling (sample_s) steps" in refused.output
+    assert (repo / "laws/host.yaml").read_bytes() == before
+    done = lawkit("rekey", "--env", "--why", "torch upgrade, laws still hold")
+    assert done.exit_code == 0, done.output
+    assert "accepted the environment in laws/host.yaml: torchlike 2.11.0 -> 2.12.0" in done.stdout
+    assert "laws/host.yaml  sampling (sample_s)  steps" in done.stdout
+    after = (repo / "laws/host.yaml").read_bytes()
+    added = after[len(before):].decode()
+    assert after.startswith(before) and added.count("\n") == 1, added
+    assert "env: {torchlike: [2.11.0, 2.12.0]}" in added.replace('"', "").replace("'", ""), added
+    assert lawkit("check").exit_code == 0
+    again = lawkit("rekey", "--env", "--why", "again")
+    assert again.exit_code == 0 and (repo / "laws/host.yaml").read_bytes() == after
+    assert lawkit("footprint", "diff", "fp.json").exit_code == 1  # the footprint itself is old
+    lock(repo, torchlike="2.13.0")
+    assert "torchlike 2.12.0 -> 2.13.0" in lawkit("check").stdout
