@@ -127,6 +127,8 @@ def fit(
     weight: str | None = None,
     cv: str | int | None = None,
     footprint: str | Path | None = None,
+    why: str | None = None,
+    require: Literal["untouched"] | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -137,7 +139,9 @@ def fit(
     `formula` and `by` take one value or several (`by="model,tp"` as on the command line: an
     empty column name or one named twice is a LawkitError, as `--by` is);
     `cv` is `--cv`: a column (leave one value out) or a number of folds;
-    `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`).
+    `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`);
+    `why` and `require` re-key the laws of `out` the fit keeps when it moves the file's key
+    (`fit --why`, `--require`): without `why`, such a fit is a RefusalError.
     """
     from lawkit.fitting import fit as lib
     from lawkit.fitting.request import build_request
@@ -146,7 +150,7 @@ def fit(
         captures, out=out, formula=formula, by=by, where=where, method=method, holdout=holdout,
         labels=labels, name=name, captured_on=captured_on, allow_negative=allow_negative,
         allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight, cv=cv,
-        footprint=footprint)
+        footprint=footprint, why=why, require=require)
     ws = _workspace(workspace, config=config, engine=engine)
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 

@@ -117,9 +117,10 @@ def body_of(laws: Sequence[Mapping[str, Any]]) -> str:
 
 
 def fit_entry(digest: str, laws: Sequence[Mapping[str, Any]] = LAWS) -> tuple[str, dict[str, Any]]:
-    """A `fit` provenance entry for laws fitted on `digest`."""
+    """A `fit` provenance entry for laws fitted on `digest`, naming them as `lawkit fit`
+    does."""
     return ("fit", {"digest": digest, "at": AT, "records": 18234, "body": body_of(laws),
-                    "captures": []})
+                    "laws": [str(law["name"]) for law in laws], "captures": []})
 
 
 def law_text(key: str, cell: str, *, laws: Sequence[Mapping[str, Any]] = LAWS,

@@ -86,6 +86,15 @@ def fit(
         "--footprint", help="The footprint of the capture runs (lawkit footprint record), "
         "recorded on the captures' digest: named with its sha256 in the fit entry, so that "
         "rekey and review can say what a later change touches.", show_default=False)] = None,
+    why: Annotated[str | None, typer.Option(
+        "--why", help="Why the laws of --out that this fit keeps may move to its digest: when "
+        "the fit moves the file's key, they are re-keyed with this reason (a rekey entry after "
+        "the fit entry, each kept law's verdict printed); without it, such a fit is refused.",
+        show_default=False)] = None,
+    require: Annotated[str | None, typer.Option(
+        "--require", metavar="untouched", help="Refuse, writing nothing, unless every kept law "
+        "re-keyed has this footprint verdict (as lawkit rekey --require).",
+        show_default=False)] = None,
     format: FormatOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
@@ -99,7 +108,10 @@ def fit(
     model,tp, and compare forms with --cv batch_size. The law file is written where --out
     says; lawkit check reads those below the workspace's laws folder.
 
-    Exit 0 when written; 2 for a bad capture, formula or flag: then nothing is written.
+    A fit that keeps laws of --out and moves its key re-keys them: pass --why TEXT.
+
+    Exit 0 when written; 2 for a bad capture, formula or flag, or a refusal: then nothing is
+    written.
     """
     json = wants_json(json, format)
 
@@ -113,7 +125,7 @@ def fit(
             method=method, holdout=fraction(holdout, "--holdout"), name=name,
             captured_on=captured_on, allow_negative=allow_negative,
             allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
-            dask=dask, cv=cv, footprint=footprint)
+            dask=dask, cv=cv, footprint=footprint, why=why, require=require)
         ws = load_workspace(config=config, engine=engine)
         if plot is not None:
             from lawkit.fitting.plot import check_plot_path

@@ -34,7 +34,13 @@ from lawkit.fitting.plan import (
     load_existing,
     plan_specs,
 )
-from lawkit.fitting.provenance import provenance_path, resolve_digest, timestamp
+from lawkit.fitting.provenance import (
+    check_rekey_options,
+    kept_laws_rekey,
+    provenance_path,
+    resolve_digest,
+    timestamp,
+)
 from lawkit.fitting.report import FitReport, FittedLaw
 from lawkit.fitting.request import FitRequest, LawSpec
 from lawkit.fitting.rows import Split
@@ -73,6 +79,7 @@ def fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
 
 def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     check_request(request, ws)
+    check_rekey_options(request)
     out = Path(request.out)
     out_shown = ws.rel(out)
     existing = load_existing(out, out_shown, ws)
@@ -112,6 +119,9 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
             if f.spec.name in scores:
                 f.law["fit"]["cv"] = scores[f.spec.name]
     names = {f.spec.name for f in fitted}
+    at = timestamp(request.now)
+    rekey, kept_verdicts = kept_laws_rekey(existing, names, digest, request, ws, at,
+                                           ws.rel(out))
     if existing is not None:
         for f in fitted:
             f.replaced = any(law.name == f.spec.name for law in existing.host.laws)
@@ -121,9 +131,10 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
     labels: dict[str, Any] = dict(existing.labels or {}) if existing is not None else {}
     labels.update(request.labels)
     return FitReport(out=out, out_shown=ws.rel(out), laws=fitted, digest=digest, digests=digests,
-                     records=scan.fitted, captures=records, at=timestamp(request.now),
+                     records=scan.fitted, captures=records, at=at,
                      labels=labels, kept=kept, dropped=scan.dropped, footprint=bound,
-                     notes=scan.notes, passes=dict(runner.passes))
+                     notes=scan.notes, passes=dict(runner.passes), rekey=rekey,
+                     kept_verdicts=kept_verdicts)
 
 
 __all__ = ["FitReport", "FitRequest", "FittedLaw", "LawSpec", "fit_laws", "run_fit",

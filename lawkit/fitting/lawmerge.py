@@ -4,7 +4,8 @@ An existing file is edited, never re-dumped (as `rekey` does; docs/law-files.md)
 fitted again replaces the lines of its own list item (found by the parser's node positions),
 new laws go after the last item at the same indentation, the key's quoted scalar takes the new
 digest, `--label` rewrites the `labels` flow mapping (or adds one after `schema`), and one
-`fit` line is appended to `host.provenance`. Every other line stays as it was: comments
+`fit` line is appended to `host.provenance` (then one `rekey` line for the laws the fit kept,
+when it moves their key: `FitReport.rekey`). Every other line stays as it was: comments
 between laws, other laws, unknown sections, CRLF or LF. A comment inside a replaced law's lines
 goes with it. The result is parsed again and compared with the intended file before anything
 is written; the write is atomic, under the laws' advisory lock.
@@ -75,7 +76,8 @@ def file_text(report: FitReport, ws: Workspace) -> str:
     if existing.host.key.get(key) != report.digest:
         edits.append(textedit.key_edit(existing, key, report.digest))
     entry = lawwrite.provenance_entry("fit", report.provenance(body))
-    edits.append(textedit.provenance_edit(existing, entry))
+    then = [] if report.rekey is None else [lawwrite.provenance_entry("rekey", report.rekey)]
+    edits.append(textedit.provenance_edit(existing, entry, *then))
     text = textedit.apply_edits(existing.text, edits)
     _verify(text, report, key, laws, [e.model_dump(by_alias=True, exclude_none=True)
                                       for e in existing.host.provenance], existing, body)
@@ -196,8 +198,10 @@ def _verify(text: str, report: FitReport, key: str, laws: Sequence[Mapping[str, 
     if parsed.host.key.get(key) != report.digest:
         problems.append(f"host.key.{key}")
     entries = [e.model_dump(by_alias=True, exclude_none=True) for e in parsed.host.provenance]
-    new = lawfile.ProvenanceEntry.model_validate({"fit": report.provenance(body)})
-    if entries != [*provenance, new.model_dump(by_alias=True, exclude_none=True)]:
+    new = [lawfile.ProvenanceEntry.model_validate({"fit": report.provenance(body)})]
+    if report.rekey is not None:
+        new.append(lawfile.ProvenanceEntry.model_validate({"rekey": report.rekey}))
+    if entries != [*provenance, *(e.model_dump(by_alias=True, exclude_none=True) for e in new)]:
         problems.append("host.provenance")
     if parsed.body_hash() != body:
         problems.append("body")

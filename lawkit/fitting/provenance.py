@@ -1,22 +1,32 @@
 """Where a fit comes from: the engine digest its laws are keyed to (from the captures and
 `--captured-on`), the capture paths as the `fit` provenance entry names them, and its time.
 
-The file gets one provenance entry: `{fit: {digest, at, records, body, captures: [{path,
+The file gets one provenance entry: `{fit: {digest, at, records, body, laws, captures: [{path,
 sha256}], lawkit}}` (`records`: the rows fitted, selected by at least one law and not held
-out), with `digests` listing every digest seen when `--allow-mixed-digests` let several
-through, and `footprint: {path, sha256}` naming the footprint of the capture runs given with
-`--footprint` (`FitReport.provenance`).
+out; `laws`: the names of the laws fitted), with `digests` listing every digest seen when
+`--allow-mixed-digests` let several through, and `footprint: {path, sha256}` naming the
+footprint of the capture runs given with `--footprint` (`FitReport.provenance`).
+
+A fit that keeps laws of its file (`--out` holds laws it does not fit) and moves the file's key
+re-keys them: refused without `--why`; with it, a `rekey` entry naming them follows the `fit`
+entry, and each gets its verdict on the footprint of its own fit (`kept_laws_rekey`).
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace, digest_problem
-from lawkit.errors import CaptureError, printable
+from lawkit.errors import CaptureError, RefusalError, printable
 from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
 from lawkit.fitting.request import CURRENT, FitRequest
 from lawkit.fitting.scan import Scan
+from lawkit.lawfiles.lawfile import LawFile
+
+if TYPE_CHECKING:
+    from lawkit.keying.footprints import LawVerdict
 
 
 def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str, list[str]]:
@@ -70,6 +80,63 @@ def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str,
                        "current digest")
 
 
+def check_rekey_options(request: FitRequest) -> None:
+    """Refuse a `--why` that is not one line of text, or a `--require` value `rekey` refuses."""
+    from lawkit.keying.footprints import check_require
+    from lawkit.keying.rekey import one_line
+
+    if request.why is not None:
+        one_line(request.why, "--why")
+    check_require(request.require)
+
+
+def kept_laws_rekey(existing: LawFile | None, fitted: Collection[str], digest: str,
+                    request: FitRequest, ws: Workspace, at: str, shown: str,
+                    ) -> tuple[dict[str, Any] | None, list[LawVerdict]]:
+    """The `rekey` entry for the laws of ``existing`` (the file at `--out`) that the fit keeps
+    while moving its key to ``digest``, and each kept law's verdict against the work tree, on
+    the footprint of its own fit; (None, []) when the fit keeps none or the key stays.
+
+    Refused (nothing written) without `--why`, naming each kept law and the two digests; and
+    with `--require untouched`, when a kept law's verdict is another.
+    """
+    if existing is None:
+        return None, []
+    named = existing.host.key.get(ws.digest.key)
+    kept = [law.name for law in existing.host.laws if law.name not in fitted]
+    if not kept or named is None or named == digest:
+        return None, []
+    key = ws.digest.key
+    if request.why is None:
+        raise RefusalError(
+            f"the fit keeps {len(kept)} law{'s' if len(kept) != 1 else ''} of the file "
+            f"({', '.join(kept)}), fitted on {key}={named}, and moves its key to {key}={digest}: "
+            "they would name a digest they were not fitted on; refit them too, or pass --why "
+            "TEXT saying why the change cannot move their host time (a rekey entry records it, "
+            "with each kept law's verdict); nothing was written", path=shown)
+    from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.trees import work_tree_sources
+    from lawkit.keying import footprints
+    from lawkit.keying.rekey import one_line
+
+    raw = existing.text.encode("utf-8")
+    verdicts = footprints.verdicts_of(ws, [(shown, raw)], lambda: work_tree_sources(ws.digest),
+                                      old_source=git_old_source(ws.digest))
+    judged = [law for v in verdicts for law in v.laws if law.name in kept]
+    bad = [law for law in judged if request.require is not None and
+           law.verdict != request.require]
+    if bad:
+        laws = ", ".join(f"{law.name} ({law.target}) {law.verdict}" for law in bad)
+        raise RefusalError(
+            f"--require {request.require}: {len(bad)} kept law{'s' if len(bad) != 1 else ''} "
+            f"not {request.require}: {laws}; footprint verdict {verdicts[0].summary()}; the "
+            "change touches code their capture runs executed: refit them too, from fresh "
+            "captures; nothing was written", path=shown)
+    fields = {"from": named, "to": digest, "at": at, "why": one_line(request.why, "--why"),
+              "refs": [], "laws": kept}
+    return fields, judged
+
+
 def provenance_path(capture: Capture, ws: Workspace) -> str:
     """Relative to the workspace root, or the bare file name outside it: never absolute."""
     try:
@@ -86,4 +153,5 @@ def timestamp(now: datetime.datetime | None) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["provenance_path", "resolve_digest", "timestamp"]
+__all__ = ["check_rekey_options", "kept_laws_rekey", "provenance_path", "resolve_digest",
+           "timestamp"]

@@ -1,5 +1,6 @@
 """The outcome of a fit (`FitReport`, one `FittedLaw` each): what `lawkit fit` prints, its
-`--json` document, and the `fit` provenance entry of the file it writes.
+`--json` document, and the `fit` provenance entry of the file it writes (naming the laws it
+fitted), followed by a `rekey` entry for the laws it kept when it moves their key.
 """
 
 from __future__ import annotations
@@ -7,11 +8,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lawkit._version import __version__
 from lawkit.fitting.breakpoints import Search
 from lawkit.fitting.request import LawSpec
+
+if TYPE_CHECKING:
+    from lawkit.keying.footprints import LawVerdict
 
 
 @dataclass
@@ -55,11 +59,17 @@ class FitReport:
     text: str = ""
     passes: dict[str, int] = field(default_factory=dict)
     """Reads of the rows: by the scan and per law (`Runner.passes`)."""
+    rekey: dict[str, Any] | None = None
+    """The `rekey` entry that follows the `fit` entry when the fit keeps laws of its file and
+    moves their key (`fit --why`): `{from, to, at, why, refs, laws}`."""
+    kept_verdicts: list[LawVerdict] = field(default_factory=list)
+    """Each kept law's verdict when the fit re-keys them, on its own footprint."""
 
     def provenance(self, body: str) -> dict[str, Any]:
         """The `fit` provenance entry for a file whose laws hash to `body`."""
         entry: dict[str, Any] = {"digest": self.digest, "at": self.at, "records": self.records,
                                  "body": body, "captures": self.captures,
+                                 "laws": [f.spec.name for f in self.laws],
                                  "lawkit": __version__}
         if len(self.digests) > 1:
             entry["digests"] = self.digests
@@ -78,6 +88,8 @@ class FitReport:
             "laws": [{**_json_safe(f.law), "replaced": f.replaced, "dropped": f.dropped}
                      for f in self.laws],
             "kept": self.kept,
+            "rekey": self.rekey,
+            "kept_laws": [law.to_json() for law in self.kept_verdicts],
             "dropped": self.dropped,
             "notes": self.notes,
             "passes": self.passes,
@@ -118,6 +130,11 @@ class FitReport:
         verb = "wrote" if self.written else "would write"
         out.append(f"{verb} {self.out_shown} ({', '.join(counts)}; digest {self.digest}, "
                    f"{self.records} records)")
+        if self.rekey is not None:
+            n = len(self.rekey["laws"])
+            out.append(f"{'re-keyed' if self.written else 'would re-key'} {n} kept "
+                       f"law{'s' if n != 1 else ''}: {self.rekey['from']} -> {self.rekey['to']}")
+            out.extend(f"  {law.line()}" for law in self.kept_verdicts)
         return out
 
 

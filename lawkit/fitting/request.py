@@ -56,6 +56,11 @@ class FitRequest:
     footprint: Path | None = None
     """A footprint of the capture runs (`lawkit footprint record`): refused unless recorded on
     the captures' digest, and named with its sha256 in the `fit` entry (docs/footprints.md)."""
+    why: str | None = None
+    """Why the laws of `out` that the fit keeps may move to its digest: with it, a fit that
+    moves the file's key appends a `rekey` entry for them; without it, it refuses."""
+    require: str | None = None
+    """The verdict every kept law must have when the fit re-keys them (as `rekey --require`)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,8 @@ def build_request(
     drop_invalid: bool = False,
     weight: str | None = None,
     dask: str | None = None,
+    why: str | None = None,
+    require: str | None = None,
 ) -> FitRequest:
     """The FitRequest of `lawkit fit`'s arguments, as the CLI and `lawkit.fit` take them.
 
@@ -134,7 +141,8 @@ def build_request(
         allow_negative=allow_negative, allow_mixed_digests=allow_mixed_digests,
         drop_invalid=drop_invalid, weight=weight, dask=dask,
         cv=None if cv is None else str(cv),
-        footprint=Path(footprint) if footprint is not None else None)
+        footprint=Path(footprint) if footprint is not None else None, why=why,
+        require=require)
 
 
 def by_columns(by: str | Sequence[str] | None) -> list[str]:

@@ -1,17 +1,21 @@
 """Law files' footprint verdicts, for `rekey` and `review` (docs/footprints.md).
 
-A law file's footprint is the one its newest `fit` provenance entry names (`footprint: {path,
-sha256}`, the path from the workspace root, as `fit --footprint` records it). Each law's verdict
-against a target tree comes from the footprint's region named after its target, or from the
-whole footprint where it has no such region (docs/footprints.md, `lawkit.footprint.regions`); a
-file's verdict is the worst of its laws' (`untouched`, `startup`, `steps`). Every verdict is
-`unknown` when the file names no footprint, or the footprint file is missing or is not the one
-the fit named. Law files naming the same footprint share one comparison.
+Each law keeps its own evidence: its footprint is the one named (`footprint: {path, sha256}`,
+the path from the workspace root, as `fit --footprint` records it) by the newest `fit`
+provenance entry that fitted it (`laws: [names]`); a later fit of other laws in the same file
+does not change it. Fit entries written before they named their laws may each have fitted any
+law: a law no entry names takes the worst verdict over theirs. A law's verdict against a
+target tree comes from its footprint's region named after its target, or from the whole
+footprint where it has no such region (docs/footprints.md, `lawkit.footprint.regions`); a
+file's verdict is the worst of its laws' (`untouched`, `startup`, `steps`). A law's verdict is
+`unknown` when a fit it rests on names no footprint, or the footprint file is missing or is
+not the one the fit named. Law files naming the same footprint share one comparison.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +46,17 @@ class LawVerdict:
     target: str
     region: str | None
     verdict: str
+    footprints: tuple[str, ...] = ()
+    """The footprints the verdict rests on (those of the fits that fitted the law)."""
+    shows_footprints: bool = field(default=False, compare=False)
+    """Whether `line` names them: the file's laws rest on different footprints."""
 
     def line(self) -> str:
-        """`laws/a100.yaml  sample (sample_s)  steps`."""
-        return printable(f"{self.file}  {self.name} ({self.target})  {self.verdict}")
+        """`laws/a100.yaml  sample (sample_s)  steps`, then `  (footprint fp/a.json)` when the
+        file's laws rest on different footprints."""
+        tail = f"  (footprint {', '.join(self.footprints)})" \
+            if self.shows_footprints and self.footprints else ""
+        return printable(f"{self.file}  {self.name} ({self.target})  {self.verdict}{tail}")
 
     def to_json(self) -> dict[str, Any]:
         """The law's verdict as one JSON object."""
@@ -65,12 +76,18 @@ class FileVerdict:
     recorded: Footprint | None = field(default=None, compare=False, repr=False)
     """The footprint itself (None: unknown)."""
     laws: tuple[LawVerdict, ...] = ()
+    bases: tuple[Basis, ...] = ()
+    """Every footprint the laws' verdicts rest on and was compared, the one above first."""
 
     @property
     def why_unknown(self) -> str:
         """Why the verdict is unknown ("" when it is not)."""
         if self.verdict != "unknown":
             return ""
+        if self.diff is not None:
+            laws = ", ".join(law.name for law in self.laws if law.verdict == "unknown")
+            return (f"{laws or 'a law'}: a fit of theirs names no footprint, or one missing or "
+                    "not the file it named")
         if self.footprint is None:
             return "its newest fit names no footprint (lawkit fit --footprint)"
         return (f"the footprint {self.footprint} is missing, or is not the file the fit named "
@@ -80,7 +97,9 @@ class FileVerdict:
         """The verdict with what it rests on, on one line."""
         if self.diff is None:
             return f"unknown: {self.why_unknown}"
-        return f"{self.verdict}: footprint {self.footprint}, {self.diff.summary()}"
+        others = "".join(f"; footprint {b.path}, {b.diff.summary()}" for b in self.bases
+                         if b.path != self.footprint)
+        return f"{self.verdict}: footprint {self.footprint}, {self.diff.summary()}{others}"
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as one JSON object; `units` as in `footprint diff --json`."""
@@ -89,6 +108,16 @@ class FileVerdict:
                 {"footprint": self.diff.footprint_digest, "target": self.diff.target_digest},
                 "units": [] if self.diff is None else [u.to_json() for u in self.diff.units],
                 "why_unknown": self.why_unknown or None}
+
+
+@dataclass(frozen=True)
+class Basis:
+    """One footprint a law file's verdicts rest on: its path, the footprint, and its diff
+    against the target."""
+
+    path: str
+    recorded: Footprint = field(compare=False, repr=False)
+    diff: FootprintDiff = field(compare=False, repr=False)
 
 
 def fit_binding(raw: bytes, shown: str) -> dict[str, Any] | None:
@@ -119,6 +148,48 @@ def _binding(host: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def fit_footprints(raw: bytes, shown: str) -> list[str]:
+    """The path of every footprint the `fit` entries of a law file name, newest first."""
+    if b"footprint" not in raw:
+        return []
+    return [str(b["path"]) for b in _fits(_host(raw, shown)) if b and "path" in b]
+
+
+def _fits(host: Mapping[str, Any]) -> list[dict[str, Any] | None]:
+    """The footprint binding of each `fit` entry, newest first (None: it names none)."""
+    entries = host.get("provenance")
+    out = []
+    for entry in reversed(entries if isinstance(entries, list) else []):
+        fit = entry.get("fit") if isinstance(entry, dict) else None
+        if isinstance(fit, dict):
+            bound = fit.get("footprint")
+            out.append(dict(bound) if isinstance(bound, Mapping) else None)
+    return out
+
+
+def _evidence(host: Mapping[str, Any], names: Iterable[str],
+              ) -> dict[str, list[dict[str, Any] | None]]:
+    """Each law's evidence: the footprint binding of the newest `fit` entry naming it in its
+    `laws`; where none does, those of every `fit` entry that names no laws (any of which may
+    have fitted it), newest first. None: a fit that names no footprint."""
+    entries = host.get("provenance")
+    own: dict[str, dict[str, Any] | None] = {}
+    legacy: list[dict[str, Any] | None] = []
+    for entry in reversed(entries if isinstance(entries, list) else []):
+        fit = entry.get("fit") if isinstance(entry, dict) else None
+        if not isinstance(fit, dict):
+            continue
+        bound = fit.get("footprint")
+        binding = dict(bound) if isinstance(bound, Mapping) else None
+        fitted = fit.get("laws")
+        if not isinstance(fitted, list):
+            legacy.append(binding)
+            continue
+        for name in fitted:
+            own.setdefault(str(name), binding)
+    return {name: [own[name]] if name in own else legacy for name in names}
+
+
 def _laws(host: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Each law's (name, target), in file order."""
     laws = host.get("laws")
@@ -144,34 +215,63 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
 
     tree = cache(target)
     seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
-    out = []
-    for shown, raw in files:
-        host = _host(raw, shown)
-        binding = _binding(host)
-        path = binding.get("path") if binding else None
-        laws = _laws(host)
-        if binding is None or not isinstance(path, str):
-            out.append(FileVerdict(shown, "unknown", laws=_unknown(shown, laws)))
-            continue
-        key = (path, str(binding.get("sha256")))
+
+    def compared(binding: Mapping[str, Any]) -> tuple[Footprint | None, FootprintDiff | None]:
+        key = (str(binding.get("path")), str(binding.get("sha256")))
         if key not in seen:
             footprint = bound_footprint(ws, binding, read)
             seen[key] = footprint, None if footprint is None else \
                 diff_footprint(footprint, tree(), old_source)
-        footprint, diff = seen[key]
-        if footprint is None or diff is None:
-            out.append(FileVerdict(shown, "unknown", path, laws=_unknown(shown, laws)))
+        return seen[key]
+
+    out = []
+    for shown, raw in files:
+        host = _host(raw, shown)
+        laws = _laws(host)
+        newest = _binding(host)
+        bases: dict[str, Basis] = {}
+        judged = []
+        for name, law_target, bindings in _judged_on(host, laws):
+            verdicts, paths, region = [], [], None
+            for binding in bindings:
+                path = binding.get("path") if binding else None
+                if binding is None or not isinstance(path, str):
+                    verdicts.append("unknown")
+                    continue
+                paths.append(path)
+                footprint, diff = compared(binding)
+                if footprint is None or diff is None:
+                    verdicts.append("unknown")
+                    continue
+                diff = diff.with_env(compare_env(footprint.environment, env,
+                                                 env_clauses(host)))
+                bases.setdefault(path, Basis(path, footprint, diff))
+                law_region, verdict = diff.law(law_target)
+                region = law_region if region is None else region
+                verdicts.append(verdict)
+            judged.append(LawVerdict(shown, name, law_target, region,
+                                     worst_verdict(verdicts or ["unknown"]),
+                                     tuple(dict.fromkeys(paths))))
+        several = len({law.footprints for law in judged}) > 1
+        judged = [dataclasses.replace(law, shows_footprints=several) for law in judged]
+        first = next(iter(bases.values()), None)
+        path = first.path if first else newest.get("path") if newest else None
+        if first is None:
+            out.append(FileVerdict(shown, "unknown", path if isinstance(path, str) else None,
+                                   laws=tuple(judged)))
             continue
-        diff = diff.with_env(compare_env(footprint.environment, env, env_clauses(host)))
-        judged = tuple(LawVerdict(shown, name, law_target, *diff.law(law_target))
-                       for name, law_target in laws)
-        verdict = worst_verdict(v.verdict for v in judged) if judged else diff.verdict
-        out.append(FileVerdict(shown, verdict, path, diff, footprint, judged))
+        verdict = worst_verdict(v.verdict for v in judged) if judged else first.diff.verdict
+        out.append(FileVerdict(shown, verdict, first.path, first.diff, first.recorded,
+                               tuple(judged), tuple(bases.values())))
     return out
 
 
-def _unknown(shown: str, laws: Iterable[tuple[str, str]]) -> tuple[LawVerdict, ...]:
-    return tuple(LawVerdict(shown, name, target, None, "unknown") for name, target in laws)
+def _judged_on(host: Mapping[str, Any], laws: Sequence[tuple[str, str]],
+               ) -> list[tuple[str, str, list[dict[str, Any] | None]]]:
+    """Each law's (name, target, footprint bindings it rests on), in file order: a file
+    whose fits name no footprint at all rests every law on none."""
+    evidence = _evidence(host, (name for name, _target in laws))
+    return [(name, target, evidence[name] or [None]) for name, target in laws]
 
 
 def failing_laws(verdicts: Iterable[FileVerdict], require: str | None) -> list[LawVerdict]:

@@ -224,8 +224,8 @@ def rekey(
     (the key kept) that makes it the file's new baseline.
     """
     length, key = ws.digest.length, ws.digest.key
-    why = _one_line(why, "--why")
-    refs = [_one_line(ref, "--ref") for ref in refs]
+    why = one_line(why, "--why")
+    refs = [one_line(ref, "--ref") for ref in refs]
     if from_ is not None:
         require_digest(from_, "--from", length)
     if adopt and to is not None:
@@ -537,7 +537,7 @@ def _refusal(refusals: list[_Refused]) -> RefusalError:
                         line=first.line)
 
 
-def _one_line(value: str, flag: str) -> str:
+def one_line(value: str, flag: str) -> str:
     text = value.strip()
     if not text:
         raise LawkitError(f"{flag}: must not be empty: say why the change cannot move host time"

@@ -184,6 +184,8 @@ class FitRecord(BaseModel):
     records: int
     body: str
     captures: list[Any] = []
+    laws: list[str] | None = None
+    """The laws this fit fitted (None in files written before fits named them)."""
 
 
 class RekeyRecord(BaseModel):
@@ -195,6 +197,9 @@ class RekeyRecord(BaseModel):
     at: str
     why: str
     refs: list[str] = []
+    laws: list[str] | None = None
+    """The laws re-keyed, when a refit re-keys the laws it kept (None: every law of the
+    file)."""
     env: dict[str, list[str | None]] | None = None
     """The environment accepted as the new baseline (`rekey --env`): each distribution's
     recorded and target version (``python``: the Python's; null: absent)."""

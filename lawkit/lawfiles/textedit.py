@@ -49,8 +49,9 @@ def key_edit(law_file: LawFile | LawText, key: str, digest: str) -> Edit:
     return Edit(start, end, f"{quote}{digest}{quote}")
 
 
-def provenance_edit(law_file: LawFile | LawText, entry: str) -> Edit:
-    """Insert `- {entry}` as a new last line of `host.provenance`, adding the key if missing."""
+def provenance_edit(law_file: LawFile | LawText, entry: str, *more: str) -> Edit:
+    """Insert `- {entry}` as a new last line of `host.provenance`, adding the key if missing
+    (and a line for each of `more` after it)."""
     nodes = law_file.document.nodes
     host = nodes[("host",)]
     if isinstance(host, yaml.MappingNode) and host.flow_style:
@@ -59,8 +60,8 @@ def provenance_edit(law_file: LawFile | LawText, entry: str) -> Edit:
                            path=law_file.path, line=host.start_mark.line + 1)
     provenance = nodes.get(("host", "provenance"))
     if provenance is None:
-        return _new_provenance(law_file, host, entry)
-    return _appended_item(law_file, provenance, entry)
+        return _new_provenance(law_file, host, entry, more)
+    return _appended_item(law_file, provenance, entry, more)
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
@@ -100,7 +101,8 @@ def newline_of(text: str) -> str:
     return found.group() if found else "\n"
 
 
-def _appended_item(law_file: LawFile | LawText, provenance: yaml.Node, entry: str) -> Edit:
+def _appended_item(law_file: LawFile | LawText, provenance: yaml.Node, entry: str,
+                   more: tuple[str, ...] = ()) -> Edit:
     text = law_file.text
     line = provenance.start_mark.line + 1
     if not isinstance(provenance, yaml.SequenceNode) or provenance.flow_style \
@@ -119,10 +121,12 @@ def _appended_item(law_file: LawFile | LawText, provenance: yaml.Node, entry: st
             "the last provenance entry is not a '- {kind: {...}}' line: lawkit appends one "
             "such line per entry; write each entry as one flow mapping on its own line",
             path=law_file.path, line=last_line)
-    return _insert_after_line(law_file, last.end_mark.index, [prefix + entry], last_line)
+    return _insert_after_line(law_file, last.end_mark.index,
+                              [prefix + line for line in (entry, *more)], last_line)
 
 
-def _new_provenance(law_file: LawFile | LawText, host: yaml.Node, entry: str) -> Edit:
+def _new_provenance(law_file: LawFile | LawText, host: yaml.Node, entry: str,
+                    more: tuple[str, ...] = ()) -> Edit:
     assert isinstance(host, yaml.MappingNode)
     text = law_file.text
     indent = " " * host.value[0][0].start_mark.column
@@ -141,7 +145,7 @@ def _new_provenance(law_file: LawFile | LawText, host: yaml.Node, entry: str) ->
     end = max(node.end_mark.index for path, node in law_file.document.nodes.items()
               if path[:1] == ("host",) and len(path) > 1
               and (isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False)))
-    lines = [f"{indent}provenance:", item + entry]
+    lines = [f"{indent}provenance:", *(item + line for line in (entry, *more))]
     if end > 0 and text[end - 1] in "\r\n":  # a block scalar ends at the next line's start
         newline = "\r\n" if text.endswith("\r\n", 0, end) else text[end - 1]
         return Edit(end, end, "".join(line + newline for line in lines))

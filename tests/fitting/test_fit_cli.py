@@ -227,8 +227,9 @@ def test_an_existing_out_keeps_its_other_laws_comments_and_sections(tmp_path: Pa
     path.write_text(EXISTING)
     output = ok(str(capture), "--formula", FORMULA, "--formula", "sampler_e2e_median ~ "
                 "batch_size", "--where", "model_name == 'microsoft/phi-2'", "--captured-on",
-                DIGEST, "--out", "laws.yaml")
+                DIGEST, "--out", "laws.yaml", "--why", "other does not read the scheduler")
     assert "(1 added, 1 replaced, 1 kept" in output
+    assert "re-keyed 1 kept law: 59e9ff5a -> 68ad8fc6" in output
     new = path.read_text()
     old_lines, new_lines = EXISTING.splitlines(), new.splitlines()
     removed = [ln for ln in difflib.ndiff(old_lines, new_lines) if ln.startswith("- ")]
@@ -237,14 +238,17 @@ def test_an_existing_out_keeps_its_other_laws_comments_and_sections(tmp_path: Pa
         'atom: "59e9ff5a"   # the key', "- name: schedule_median", "target: schedule_median",
         'terms: {"1": 0.0, batch_size: 0.0}']
     assert added[0] == '+     atom: "68ad8fc6"   # the key'
-    assert added[-1].startswith("+     - {fit: {digest: \"68ad8fc6\", at: ")
+    assert added[-2].startswith("+     - {fit: {digest: \"68ad8fc6\", at: ")
+    assert added[-1].startswith("+     - {rekey: {from: \"59e9ff5a\", to: \"68ad8fc6\", at: ")
     law_file = lawfile.load(path)
     assert [law.name for law in law_file.host.laws] == ["other", "schedule_median",
                                                        "sampler_e2e_median"]
     assert law_file.host.laws[0].terms == {"1": 0.5, "num_seqs": 1.0e-3}
     assert law_file.host.laws[1].where == {"model_name": "microsoft/phi-2"}
-    assert [e.kind for e in law_file.host.provenance] == ["adopt", "fit"]
+    assert [e.kind for e in law_file.host.provenance] == ["adopt", "fit", "rekey"]
     assert law_file.host.provenance[1].body == law_file.body_hash()
+    assert law_file.host.provenance[2].rekey is not None
+    assert law_file.host.provenance[2].rekey.laws == ["other"]
     assert law_file.model_extra == {"device": {"gpu": "a100"}}
     for kept in ("# hand-written header comment", "# the first law, kept as it is",
                  "# the law fitted again", "# hand-tuned", "# an unknown section"):
@@ -258,11 +262,12 @@ def test_a_crlf_file_stays_crlf_and_a_missing_provenance_is_added(tmp_path: Path
     assert "provenance" not in text
     path = tmp_path / "laws.yaml"
     path.write_bytes(text.replace("\n", "\r\n").encode())
-    ok(str(capture), "--formula", FORMULA, "--captured-on", DIGEST, "--out", "laws.yaml")
+    ok(str(capture), "--formula", FORMULA, "--captured-on", DIGEST, "--out", "laws.yaml",
+       "--why", "w")
     data = path.read_bytes()
     assert data.count(b"\n") == data.count(b"\r\n")
     law_file = lawfile.load(path)
-    assert [e.kind for e in law_file.host.provenance] == ["fit"]
+    assert [e.kind for e in law_file.host.provenance] == ["fit", "rekey"]
     assert [law.name for law in law_file.host.laws] == ["other", "schedule_median"]
     assert law_file.host.laws[1].fit is not None and law_file.host.laws[1].fit["n"] == 78
 
