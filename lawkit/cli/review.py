@@ -10,6 +10,7 @@ import typer
 from lawkit.cli.app import (
     ConfigOption,
     EngineOption,
+    EnvOption,
     JsonOption,
     LawsOption,
     QuietOption,
@@ -49,6 +50,7 @@ def review(
         "--require", metavar="untouched", help="A finding (exit 1) for every law at head "
         "whose verdict is not untouched, naming it (no footprint: unknown, a finding too).",
         show_default=False)] = None,
+    env: EnvOption = None,
     engine: EngineOption = None,
     laws: LawsOption = None,
     config: ConfigOption = None,
@@ -58,7 +60,10 @@ def review(
 
     Also lists the units of each engine file changed, and the footprint verdict (untouched,
     startup, steps or unknown) of each law file whose fit names a footprint (fit --footprint),
-    read from git objects at head.
+    read from git objects at head. With a target environment (--env, or [tool.lawkit]
+    environment; a lock file is read from the work tree), a footprint that recorded its
+    environment is compared with it: under --require untouched, each difference in a
+    distribution that ran (or in the Python) that moves a law is a finding naming both.
 
     Exit 0 when everything verifies; 1 with findings (a hand-edit, an invalid, stale or
     forgotten law, a re-key that does not chain from the base's key, a merge that conflicts or
@@ -73,7 +78,12 @@ def review(
         from lawkit.keying.review.verify import review as review_change
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
-        report = review_change(ws, base, head, merge_with, require)
+        spec = None
+        if env or ws.environment or ws.python:
+            from lawkit.footprint.envverdict import env_spec
+
+            spec = env_spec(ws, env)
+        report = review_change(ws, base, head, merge_with, require, spec)
         if quiet and report.exit_code == 0 and format is not ReviewFormat.json:
             return 0
         if format is ReviewFormat.json:

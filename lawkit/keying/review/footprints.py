@@ -13,20 +13,23 @@ is a finding.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import src_digest
 from lawkit.config import Workspace
 from lawkit.footprint import document
 from lawkit.footprint.document import Footprint, decode_footprint
 from lawkit.footprint.errors import FootprintError
+from lawkit.footprint.lawverdict import law_verdict, worst_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import codes_of, layout_only, units_of
+from lawkit.footprint.verdict import FootprintDiff
 from lawkit.keying.footprints import (
     FileVerdict,
     LawVerdict,
@@ -36,6 +39,9 @@ from lawkit.keying.footprints import (
 )
 from lawkit.keying.review import gitobjects
 from lawkit.keying.review.lawchange import AddedFit, FileReview, Finding, identity
+
+if TYPE_CHECKING:
+    from lawkit.footprint.envverdict import EnvSpec
 
 _SYMLINK = "120000"
 
@@ -285,12 +291,16 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
                   head_laws: Mapping[str, src_digest.TreeEntry], blobs: Mapping[str, bytes],
                   at_base: Mapping[str, bytes], at_head: Mapping[str, bytes], head_digest: str,
                   not_hashed: Sequence[NotHashed], require: str | None,
+                  env: EnvSpec | None = None,
                   ) -> tuple[tuple[FileVerdict, ...], tuple[LawVerdict, ...],
                              tuple[Finding, ...]]:
     """Each law file's verdict at head (those naming a footprint), each of their laws' (of
     every law file with `require`), and the findings `require` makes: one per law that is not
     `untouched`, naming it. `at_base` and `at_head` hold the hashed engine files by their path
-    from the digest root."""
+    from the digest root. With ``env`` naming a target environment, the footprints'
+    environments count in the verdicts, and under `require` a law moved by the environment is a
+    finding of its own per distribution (`environment`), naming the law and the distribution;
+    the `footprint` finding is then kept for laws the engine's code moves."""
     files, named = [], []
     repo = evidence.repo
     for path, entry in sorted(head_laws.items()):
@@ -315,16 +325,62 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     from lawkit.footprint.history import git_old_source
 
     history = git_old_source(ws.digest)
-    verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source)
+    if env is not None:
+        env = dataclasses.replace(env, strict=require is not None)
+    verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source, env)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
     by_path = {v.path: v for v in verdicts}
-    findings = [Finding("footprint", f"--require {require}: law {law.name} ({law.target}) is "
-                        f"{law.verdict}: footprint verdict {by_path[law.file].summary()}",
-                        law.file) for law in failing_laws(verdicts, require)]
+    findings = []
+    for law in failing_laws(verdicts, require):
+        moved = _env_findings(law, by_path[law.file], require)
+        if not moved or _code_verdict(law, by_path[law.file]) != "untouched":
+            findings.append(Finding("footprint", f"--require {require}: law {law.name} "
+                                    f"({law.target}) is {law.verdict}: footprint verdict "
+                                    f"{by_path[law.file].summary()}", law.file))
+        findings += moved
     if require is not None:
         findings += _self_vouching(verdicts, evidence, not_hashed)
     return (tuple(shown_verdicts), tuple(law for v in verdicts for law in v.laws),
             tuple(findings))
+
+
+def _bases(law: LawVerdict, verdict: FileVerdict) -> list[FootprintDiff]:
+    """The diffs of the footprints a law's verdict rests on."""
+    return [b.diff for b in verdict.bases if b.path in law.footprints]
+
+
+def _code_verdict(law: LawVerdict, verdict: FileVerdict) -> str:
+    """A law's verdict from the engine's code alone (its environment left out); ``unknown``
+    when a footprint it rests on was not compared."""
+    diffs = _bases(law, verdict)
+    if not diffs or len(diffs) < len(law.footprints):
+        return "unknown"
+    return worst_verdict(law_verdict(d.regions, d.units, law.target)[1] for d in diffs)
+
+
+def _env_findings(law: LawVerdict, verdict: FileVerdict, require: str | None) -> list[Finding]:
+    """Under `require`: one finding per difference of the environment that moves a law, naming
+    the law and the distribution (or the Python), and one when code from no distribution ran."""
+    out: dict[str, Finding] = {}
+    for diff in _bases(law, verdict):
+        env = diff.env
+        if env is None or env.source is None:
+            continue
+        for change in env.changes:
+            alone = dataclasses.replace(env, changes=(change,), unpackaged=())
+            moved = law_verdict(diff.regions, (), law.target, alone)[1]
+            if moved != "untouched":
+                out.setdefault(change.line(), Finding(
+                    "environment", f"--require {require}: law {law.name} ({law.target}) is "
+                    f"{moved} in the environment {env.source}: {change.line()}; refit from "
+                    "captures taken there, or accept it with lawkit rekey --env --why TEXT",
+                    law.file))
+        if env.strict and env.unpackaged:
+            line = env.lines()[-1]
+            out.setdefault(line, Finding(
+                "environment", f"--require {require}: law {law.name} ({law.target}): {line}",
+                law.file))
+    return list(out.values())
 
 
 def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,
@@ -353,8 +409,6 @@ def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,
 
 def _shown_paths(verdict: FileVerdict, repo: gitobjects.RepoPaths) -> FileVerdict:
     """The verdict with its units' engine paths shown from the workspace root."""
-    import dataclasses
-
     if verdict.diff is None:
         return verdict
     units = tuple(dataclasses.replace(u, path=repo.shown(gitobjects.repo_path(repo.engine,

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 from lawkit.keying.annotations import annotation
+from lawkit.keying.footprints import FileVerdict
 from lawkit.keying.review.footprints import EngineFileUnits, grouped
 from lawkit.keying.review.lawchange import FileReview, Finding
 from lawkit.keying.review.verify import CLASSES, ReviewReport
@@ -186,14 +187,24 @@ def _footprints_text(report: ReviewReport) -> list[str]:
         lines.append(f"  footprint {path}: {v.summary().partition(': ')[0]}, {report.key} "
                      f"{v.diff.footprint_digest} (recorded) -> {v.diff.target_digest} (head)")
         lines += [f"      {u.line()}" for u in v.diff.units]
+        lines += [f"      {line}" for line in _env_lines(v)]
     return lines
+
+
+def _env_lines(v: FileVerdict) -> list[str]:
+    """The differences of the environment behind a verdict, one per line, when a target
+    environment was named (`lawkit review --env`, or the config's)."""
+    env = v.diff.env if v.diff is not None else None
+    if env is None or env.source is None:
+        return []
+    return env.lines()
 
 
 def _footprints_github(report: ReviewReport) -> list[str]:
     """A notice per law file's footprint verdict, on the law file."""
     out = []
     for v in report.footprints[:GITHUB_NOTICES]:
-        units = [u.line() for u in v.diff.units] if v.diff is not None else []
+        units = [u.line() for u in v.diff.units] + _env_lines(v) if v.diff is not None else []
         below = "\n".join([*units, *(law.line() for law in v.laws)])
         out.append(_annotation("notice", f"footprint verdict {v.summary()}"
                                + (f"\n{below}" if below else ""),
@@ -240,6 +251,7 @@ def _footprints_markdown(report: ReviewReport) -> list[str]:
         if len(v.diff.units) > MARKDOWN_ENGINE_LINES:
             out.append(f"- … and {len(v.diff.units) - MARKDOWN_ENGINE_LINES} more (lawkit review "
                        "--format json lists them all)")
+        out += [f"- {_md(line)}" for line in _env_lines(v)]
         out += ["", "</details>", ""]
     return out
 

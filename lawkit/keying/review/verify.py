@@ -43,6 +43,7 @@ from lawkit.lawfiles import lawbytes
 from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
+    from lawkit.footprint.envverdict import EnvSpec
     from lawkit.keying.footprints import FileVerdict, LawVerdict
     from lawkit.keying.review.configs import ConfigChange
     from lawkit.keying.review.footprints import EngineFileUnits, NotHashed
@@ -180,7 +181,10 @@ class ReviewReport:
             "engine": self.engine.to_json(),
             "merge": merge,
             "engine_units": [f.to_json() for f in self.engine_units],
-            "footprints": [v.to_json() for v in self.footprints],
+            "footprints": [{**v.to_json(), **({"environment": v.diff.env.to_json()}
+                                              if v.diff is not None and v.diff.env is not None
+                                              and v.diff.env.source is not None else {})}
+                           for v in self.footprints],
             "laws": [law.to_json() for law in self.laws],
             "require": self.require,
             "config": [c.to_json() for c in self.config],
@@ -199,12 +203,14 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 
 
 def review(ws: Workspace, base: str, head: str = "HEAD",
-           merge_with: str | None = None, require: str | None = None) -> ReviewReport:
+           merge_with: str | None = None, require: str | None = None,
+           env: EnvSpec | None = None) -> ReviewReport:
     """Classify and verify every law file changed from `base` to `head`, from git objects.
 
     Each side is read and digested with its own workspace config (`configs`). With `require`
     ("untouched"), a law at head whose footprint verdict differs is a finding
-    (`lawkit.keying.review.footprints`).
+    (`lawkit.keying.review.footprints`). With `env` naming a target environment, each
+    footprint's environment is compared with it, and counts in the laws' verdicts.
     """
     from lawkit.keying.footprints import check_require
     from lawkit.keying.review import configs, footprints
@@ -287,7 +293,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     footprints.check_fits(files, evidence, cfg.key)
     verdicts, law_verdicts, footprint_findings = footprints.head_verdicts(
         head_side.ws, evidence, head, head_laws, blobs, base_side.files(blobs),
-        head_side.files(blobs), head_digest, not_hashed, require)
+        head_side.files(blobs), head_digest, not_hashed, require, env)
     found = configs.findings(config_changes, at["base"], at["head"])
     if not head_laws:
         found.append(Finding("no-laws", f"no law files at head in the laws folder "
