@@ -99,12 +99,15 @@ class Weights:
     scale: float
     c: float = 0.0
 
-    def of(self, x: Array, y: Array) -> Array:
-        """The weights of rows ``x``, ``y`` (computed in one array, in place)."""
+    def of(self, x: Array, y: Array, seen: Callable[[Array], None] | None = None) -> Array:
+        """The weights of rows ``x``, ``y`` (computed in one array, in place); ``seen`` is
+        given |r| first (``huber`` only), before the array becomes the weights."""
         out = matvec(x, self.coef)
         np.subtract(y, out, out=out)  # the residuals
         if self.kind == "huber":
             np.abs(out, out=out)
+            if seen is not None:
+                seen(out)
             np.maximum(out, np.finfo(np.float64).tiny, out=out)
             np.divide(self.c * self.scale, out, out=out)
             return np.minimum(out, 1.0, out=out)
@@ -122,12 +125,16 @@ class Weights:
 class Fold:
     """Fold the rows (only `columns` of the design, if given, named `terms`; times robust
     weights, if given); with `step`, also max |X step| (whether the previous IRLS step still
-    moved)."""
+    moved); with `near` (``huber`` weights only), also gather the |r| the weights are computed
+    from in those first-digit buckets, and count those below them, as `Select.near` does."""
 
     terms: tuple[str, ...]
     columns: tuple[int, ...] | None = None
     robust: Weights | None = None
     step: Array | None = None
+    near: tuple[int, int] | None = None
+    sample: Sample | None = None
+    """Also the rows `Sample` takes (a first fold: the same sample whatever the pass)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,11 @@ class Folded:
     kept: int = 0
     moved: float = 0.0
     weighted: bool = False
+    near: Any = None
+    """As `Selected.near` and `Selected.below`, for a `Fold` with `near`."""
+    below: int = 0
+    sample: Sampled | None = None
+    """For a `Fold` with `sample`: the rows taken."""
 
     def merge(self, other: Folded) -> Folded:
         """Both folds, ``self``'s rows first."""
@@ -203,6 +215,10 @@ class Folded:
         self.kept += other.kept
         self.moved = max(self.moved, other.moved)
         self.weighted = self.weighted or other.weighted
+        self.near = _joined(self.near, other.near)
+        self.below += other.below
+        if other.sample is not None:
+            self.sample = other.sample if self.sample is None else self.sample.merge(other.sample)
 
 
 @dataclass
@@ -362,8 +378,20 @@ def _weights(robust_weights: Weights | None, x: Array, y: Array, w: Array | None
 
 
 def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | None) -> Folded:
-    out = reply if reply is not None else Folded()
-    weights, rw = _weights(request.robust, x, y, w)
+    out = reply if reply is not None else Folded(
+        near=np.zeros(0, dtype=np.uint64) if request.near is not None else None)
+    weights: Array | None
+    rw: Array | None
+    if request.near is not None and request.robust is not None:
+        near = request.near
+
+        def seen(size: Array) -> None:
+            _gather_near(out, size if w is None else size[w > 0.0], near)
+
+        found = request.robust.of(x, y, seen)
+        weights, rw = (found if w is None else w * found), found
+    else:
+        weights, rw = _weights(request.robust, x, y, w)
     design = x if request.columns is None else x[:, request.columns]
     if rw is None:
         out.state = solve.fold_chunk(out.state, design, y, weights, terms=request.terms)
@@ -375,12 +403,27 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
         out.state = solve.refold_chunk(out.state, design, y, weights, terms=request.terms)
     if request.step is not None and y.size:
         out.moved = max(out.moved, _peak(x, request.step))
+    if request.sample is not None:
+        out.sample = _sample(request.sample, out.sample, x, y, w)
     return out
 
 
 def _width(shift: int) -> int:
     """The bits a selection pass resolves below the first `64 - shift` of the bucket."""
     return _FIRST_DIGIT if shift == 64 else min(_DIGIT, shift)
+
+
+def _gather_near(out: Selected | Folded, size: Array, near: tuple[int, int]) -> None:
+    """Into ``out``: the bits of the values |r| ``size`` in first-digit buckets ``near`` (lowest,
+    highest), and the count of those below them."""
+    bits = size.view(np.uint64)
+    low, high = near
+    start = np.uint64(low << (64 - _FIRST_DIGIT))  # the lowest bits in the buckets
+    out.below += int(np.count_nonzero(bits < start))
+    if out.near is not None:
+        # one comparison: bits - start wraps around to a huge number below start
+        span = np.uint64(((high - low + 1) << (64 - _FIRST_DIGIT)) - 1)
+        out.near = _joined(out.near, bits[(bits - start) <= span])
 
 
 def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Array | None,
@@ -393,15 +436,10 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
     np.abs(size, out=size)  # |r|
     if request.step is not None and y.size:
         out.moved = max(out.moved, _peak(x, request.step))
-    bits = (size if w is None else size[w > 0.0]).view(np.uint64)
+    kept = size if w is None else size[w > 0.0]
+    bits = kept.view(np.uint64)
     if request.near is not None:
-        low, high = request.near
-        start = np.uint64(low << (64 - _FIRST_DIGIT))  # the lowest bits in the buckets
-        out.below += int(np.count_nonzero(bits < start))
-        if out.near is not None:
-            # one comparison: bits - start wraps around to a huge number below start
-            span = np.uint64(((high - low + 1) << (64 - _FIRST_DIGIT)) - 1)
-            out.near = _joined(out.near, bits[(bits - start) <= span])
+        _gather_near(out, kept, request.near)
     for k, (prefix, shift, gather) in enumerate(request.buckets):
         inside = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
         if gather:
@@ -475,8 +513,9 @@ def _stats(request: Stats, reply: Summary | None, x: Array, y: Array, w: Array |
 Steps = Generator[Request, Any, solve.FitResult]
 
 
-def _first_fold(terms: tuple[str, ...]) -> Generator[Request, Any, Folded]:
-    folded: Folded | None = yield Fold(terms)
+def _first_fold(terms: tuple[str, ...], sample: Sample | None = None,
+                ) -> Generator[Request, Any, Folded]:
+    folded: Folded | None = yield Fold(terms, sample=sample)
     if folded is None or folded.state is None:
         raise FitError("no rows to fit")
     return folded
@@ -576,7 +615,7 @@ class _Median:
 
     def update(self, asked: tuple[tuple[int, int, bool], ...], got: Selected) -> None:
         if not asked:
-            self._near(got)
+            self.gathered(got)
             return
         answers = dict(zip(asked, got.found, strict=True))
         for k, target in enumerate(self.targets):
@@ -599,7 +638,7 @@ class _Median:
             if shift - width == 0:
                 self.values[k] = float(np.array([prefix], dtype=np.uint64).view(np.float64)[0])
 
-    def _near(self, got: Selected) -> None:
+    def gathered(self, got: Selected | Folded) -> None:
         """The middle ranks among the gathered near values; radix selection for the others."""
         self.near = None
         if got.near is None:
@@ -630,33 +669,45 @@ def _solve(folded: Folded) -> Array:
 
 
 def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
-    """Huber M-estimate by IRLS, the MAD scale (exact median of |r|) re-estimated every step."""
+    """Huber M-estimate by IRLS, the MAD scale (exact median of |r|) re-estimated every step.
+
+    Step k folds the rows under the weights at its coefficients b_k and the scale of the
+    previous step's (the first step's: the MAD at the least-squares start, by selection passes
+    of its own), and the same pass gathers the |r| at b_k near the previous median, from which
+    the next step's scale comes: one pass a step where the median stays near. The fixed point
+    is the Huber estimate at the MAD scale of its own residuals, as with the scale of the
+    step's own coefficients; the scale of a step trails its coefficients by one step, and
+    moves by no more than they move the fitted values (the median is 1-Lipschitz)."""
     first = yield from _first_fold(tuple(terms))
     assert first.state is not None
     b = solve.solve_partial(first.state)
     current, weights = first, None
-    scale = 0.0
     iterations = 0
-    step: Array | None = None
-    median: _Median | None = None
-    while iterations < robust.MAX_IRLS:
-        median = _Median(first.kept, median)
+    median = _Median(first.kept)
+    while not median.done:
         asked = median.buckets()
-        got: Selected = yield Select(b, asked, step, median.near)
-        # The check that ends the previous step rides on this step's first pass.
-        if step is not None and not got.moved > _MOVED * scale:
-            break
+        median.update(asked, (yield Select(b, asked)))
+    scale = median.median() / robust.MAD_NORMAL
+    step: Array | None = None
+    while scale > solve.EPS * first.ymax and iterations < robust.MAX_IRLS:
+        proposed = Weights("huber", b, scale, c)
+        median = _Median(first.kept, median)
+        folded: Folded = yield Fold(first.state.terms, robust=proposed, step=step,
+                                    near=median.near)
         iterations += 1
-        median.update(asked, got)
-        while not median.done:
+        current, weights = folded, proposed
+        # The check that ends the previous step rides on this step's fold, which is then the
+        # last step's: its weights are those of converged coefficients and scale.
+        if step is not None and not folded.moved > _MOVED * scale:
+            break
+        if median.near is not None:
+            median.gathered(folded)
+        while not median.done:  # the median at b left the window: radix selection
             asked = median.buckets()
             median.update(asked, (yield Select(b, asked)))
-        scale = median.median() / robust.MAD_NORMAL
-        if scale <= solve.EPS * first.ymax:
-            break  # more than half the rows fit exactly: nothing left to downweight
-        weights = Weights("huber", b, scale, c)
-        current = yield Fold(first.state.terms, robust=weights)
         new = _solve(current)
+        # more than half the rows fit exactly (a scale of 0): nothing left to downweight
+        scale = median.median() / robust.MAD_NORMAL
         step, b = new - b, new
     return (yield from _robust_finish(first, current, weights, "huber", scale, iterations))
 
@@ -677,11 +728,13 @@ def _robust_finish(first: Folded, current: Folded, weights: Weights | None, meth
 def mm_passes(terms: Sequence[str], c: float = robust.BIWEIGHT_C, seed: int = 0) -> Steps:
     """MM-estimate: FAST-LTS start and M-scale on a bounded sample, then Tukey biweight IRLS
     over every row with that scale fixed."""
-    first = yield from _first_fold(tuple(terms))
+    # the sample rides on the first pass: it depends on the rows' values only
+    first = yield from _first_fold(tuple(terms), Sample(SAMPLE_ROWS, seed))
     state = first.state
     assert state is not None
     solve.solve_partial(state)  # rank and row-count checks on the whole design
-    sample: Sampled = yield Sample(SAMPLE_ROWS, seed)
+    sample = first.sample
+    assert sample is not None
     # Columns scaled by powers of two (exact) so the small elemental solves are well posed.
     peak = np.maximum(np.abs(state.col_min), np.abs(state.col_max))
     colscale = np.exp2(np.round(np.log2(np.maximum(peak, 1e-300))))

@@ -1,0 +1,73 @@
+"""Huber's IRLS in one pass a step: the fold of a step also gathers the |r| its weights are
+computed from near the last median, so the next step's MAD scale needs no pass of its own, and
+the fit is still the Huber estimate at the MAD scale of its own residuals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from lawkit.fitting import methods, robust, runner
+
+TERMS = ("1", "a", "b")
+
+
+def _rows(n: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(11)
+    x = np.empty((n, 3), order="F")
+    x[:, 0] = 1.0
+    x[:, 1] = rng.integers(1, 257, n)
+    x[:, 2] = rng.uniform(0.0, 1e4, n)
+    y = x @ np.array([1e-3, 2e-6, 3e-8]) + rng.standard_t(3, n) * 1e-4
+    y[rng.random(n) < 0.03] *= 4.0  # outliers
+    return x, y
+
+
+def _streamed(x: np.ndarray, y: np.ndarray) -> tuple[Any, list[Any]]:
+    requests: list[Any] = []
+
+    def each(fn: Any) -> Iterator[Any]:
+        requests.append(fn.args[0])
+        for start in range(0, len(y), 30_000):
+            yield methods.answer(fn.args[0], None, x[start:start + 30_000],
+                                 y[start:start + 30_000], None)
+
+    return runner.run(methods.passes("huber", TERMS), each), requests
+
+
+def test_a_huber_step_takes_one_pass_over_the_rows() -> None:
+    x, y = _rows()
+    result, requests = _streamed(x, y)
+    selects = sum(isinstance(r, methods.Select) for r in requests)
+    folds = sum(isinstance(r, methods.Fold) for r in requests)
+    assert result.iterations >= 5
+    # the first fold and a fold per step, the last of which found the one before it moved
+    # nothing
+    assert folds == result.iterations + 1
+    # the least-squares start's median (radix selection), and at most one step whose median
+    # left its window: no select pass per step
+    assert selects <= 6 < result.iterations
+    assert len(requests) <= result.iterations + 10
+
+
+def test_the_fit_is_the_huber_estimate_at_the_mad_of_its_own_residuals() -> None:
+    x, y = _rows()
+    result, _requests = _streamed(x, y)
+    coef = np.array(result.coef)
+    # a textbook IRLS in memory, the scale of each step from its own coefficients
+    b = np.linalg.lstsq(x, y, rcond=None)[0]
+    for _ in range(200):
+        r = y - x @ b
+        scale = float(np.median(np.abs(r))) / robust.MAD_NORMAL
+        w = np.minimum(1.0, robust.HUBER_C * scale / np.maximum(np.abs(r), 1e-300))
+        sw = np.sqrt(w)
+        new = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
+        done = np.max(np.abs(x @ (new - b))) <= 1e-13 * scale
+        b = new
+        if done:
+            break
+    np.testing.assert_allclose(coef, b, rtol=1e-8)
+    scale = float(np.median(np.abs(y - x @ coef))) / robust.MAD_NORMAL
+    assert abs(float(result.scale or 0.0) / scale - 1.0) < 1e-8
