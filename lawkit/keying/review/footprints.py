@@ -2,13 +2,13 @@
 
 For every hashed engine file changed between base and head: the units (``units.units_of`` on
 the base and head blobs) changed, added or removed, and whether only layout, comments or
-docstrings moved, for the file and for each unit. For every law file at head whose newest
-``fit`` entry names a footprint: its verdict against the engine at head, and the units behind
-it. The footprint file is read from git objects at head, like everything else a review reads:
-a footprint the change does not commit (or commits with other bytes than the fit named) makes
-the verdict ``unknown``. With ``--require untouched``, every law file at head must have the
-verdict ``untouched``; any other (``unknown`` included, so a law file without a footprint too)
-is a finding.
+docstrings moved, for the file and for each unit. For every law file at head whose ``fit``
+entries name a footprint: its verdict against the engine at head, each law's on the footprint
+of the fit that fitted it, and the units behind them. The footprint file is read from git
+objects at head, like everything else a review reads: a footprint the change does not commit
+(or commits with other bytes than the fit named) makes the verdict ``unknown``. With
+``--require untouched``, every law file at head must have the verdict ``untouched``; any other
+(``unknown`` included, so a law file without a footprint too) is a finding.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from lawkit.keying.footprints import (
     FileVerdict,
     LawVerdict,
     failing_laws,
-    fit_binding,
+    fit_footprints,
     verdicts_of,
 )
 from lawkit.keying.review import gitobjects
@@ -306,10 +306,10 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     for path, entry in sorted(head_laws.items()):
         raw = blobs.get(entry.oid)
         shown = repo.shown(path)
-        binding = fit_binding(raw, shown) if raw is not None else None
-        if raw is not None and (require is not None or binding is not None):
+        bound = fit_footprints(raw, shown) if raw is not None else []
+        if raw is not None and (require is not None or bound):
             files.append((shown, raw))
-            named.append(binding.get("path") if binding else None)
+            named += bound
     if not files:
         return (), (), ()
     evidence.prefetch(named)
@@ -385,25 +385,24 @@ def _env_findings(law: LawVerdict, verdict: FileVerdict, require: str | None) ->
 
 def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,
                    not_hashed: Sequence[NotHashed]) -> list[Finding]:
-    """Under `--require untouched`: a finding for each verdict resting on a footprint the
-    change adds or replaces, and for each native module the footprint saw loaded (its
-    `unhashed`) that the change touches."""
+    """Under `--require untouched`: a finding for each footprint a file's verdicts rest on
+    that the change adds or replaces, and for each native module such a footprint saw loaded
+    (its `unhashed`) that the change touches."""
     out = []
     for v in verdicts:
-        if v.footprint is None or v.recorded is None:
-            continue
-        if evidence.changed(v.footprint):
-            out.append(Finding("evidence", f"--require untouched: the verdict rests on the "
-                               f"footprint {v.footprint}, which this change adds or replaces: "
-                               "evidence changed with the code, and a change cannot vouch for "
-                               "itself: land the footprint (with the fit it backs) in a change "
-                               "of its own, then review this one against it", v.path))
-        native = sorted(n.path for n in not_hashed if n.relpath in v.recorded.unhashed)
-        if native:
-            out.append(Finding("unhashed", f"--require untouched: {', '.join(native)} changed: "
-                               f"a native module the footprint {v.footprint} saw loaded, which "
-                               "no digest hashes, so no verdict can say it did not move host "
-                               "time: refit from fresh captures", v.path))
+        for basis in v.bases:
+            if evidence.changed(basis.path):
+                out.append(Finding("evidence", f"--require untouched: the verdict rests on the "
+                                   f"footprint {basis.path}, which this change adds or replaces: "
+                                   "evidence changed with the code, and a change cannot vouch "
+                                   "for itself: land the footprint (with the fit it backs) in a "
+                                   "change of its own, then review this one against it", v.path))
+            native = sorted(n.path for n in not_hashed if n.relpath in basis.recorded.unhashed)
+            if native:
+                out.append(Finding("unhashed", f"--require untouched: {', '.join(native)} "
+                                   f"changed: a native module the footprint {basis.path} saw "
+                                   "loaded, which no digest hashes, so no verdict can say it did "
+                                   "not move host time: refit from fresh captures", v.path))
     return out
 
 
@@ -411,16 +410,24 @@ def _shown_paths(verdict: FileVerdict, repo: gitobjects.RepoPaths) -> FileVerdic
     """The verdict with its units' engine paths shown from the workspace root."""
     if verdict.diff is None:
         return verdict
-    units = tuple(dataclasses.replace(u, path=repo.shown(gitobjects.repo_path(repo.engine,
-                                                                              u.path)))
-                  for u in verdict.diff.units)
-    return dataclasses.replace(verdict, diff=dataclasses.replace(verdict.diff, units=units))
+
+    def shown(diff: FootprintDiff) -> FootprintDiff:
+        units = tuple(dataclasses.replace(u, path=repo.shown(gitobjects.repo_path(repo.engine,
+                                                                                  u.path)))
+                      for u in diff.units)
+        return dataclasses.replace(diff, units=units)
+
+    return dataclasses.replace(verdict, diff=shown(verdict.diff), bases=tuple(
+        dataclasses.replace(b, diff=shown(b.diff)) for b in verdict.bases))
 
 
 def grouped(verdicts: Sequence[FileVerdict]) -> list[tuple[str, FileVerdict]]:
-    """One verdict per distinct footprint compared (the first law file naming it), by path."""
+    """One verdict per distinct footprint compared (the first law file whose laws rest on it,
+    with that footprint's diff), by path."""
     seen: dict[str, FileVerdict] = {}
     for v in verdicts:
-        if v.footprint is not None and v.diff is not None and v.footprint not in seen:
-            seen[v.footprint] = v
+        for b in v.bases:
+            if b.path not in seen:
+                seen[b.path] = dataclasses.replace(v, footprint=b.path, diff=b.diff,
+                                                   recorded=b.recorded)
     return sorted(seen.items())

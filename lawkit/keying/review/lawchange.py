@@ -272,9 +272,21 @@ class Checker:
         """Walk the appended entries from the key at base: each must follow from the one before."""
         first = len(head_file.host.provenance) - len(appended)
         key = base_key
+        before_fit = None  # the key before the entry just walked, when that was a fit
         for i, entry in enumerate(appended, start=first):
             line = head_file.line("host", "provenance", i)
-            if entry.rekey:
+            fit_key, before_fit = before_fit, None
+            if entry.rekey and entry.rekey.laws is not None and fit_key is not None:
+                # a refit's kept laws, re-keyed from the key they were fitted on (`fit --why`)
+                if (entry.rekey.from_, entry.rekey.to) != (fit_key, key):
+                    review.add("rekey-from", f"the rekey entry of the laws the fit before it "
+                               f"kept says {entry.rekey.from_} -> {entry.rekey.to}, but the fit "
+                               f"moved the key {fit_key} -> {key}: refit them (lawkit fit "
+                               "--why TEXT writes this entry)", line)
+                if not entry.rekey.why.strip():
+                    review.add("rekey-why", "the rekey entry has an empty why: say why the "
+                               "change cannot move host time (lawkit fit --why TEXT)", line)
+            elif entry.rekey:
                 if entry.rekey.from_ != key:
                     was = (f"the law's key at base ({self.base_rev}) is" if i == first else
                            "the entry before it leaves the key at")
@@ -293,7 +305,8 @@ class Checker:
                     review.add("adopt-why", "the adopt entry has an empty why (lawkit rekey "
                                "--adopt --why TEXT)", line)
             elif entry.fit:
-                key = entry.fit.digest
+                self._kept_in_silence(review, head_file, appended, i - first, key)
+                before_fit, key = key, entry.fit.digest
         head_key = head_file.host.key[self.key]
         last = head_file.line("host", "provenance", len(head_file.host.provenance) - 1)
         if key != head_key:
@@ -309,6 +322,36 @@ class Checker:
             review.add(f"{review.kind}-body", f"the laws' body hash is {body}, "
                        f"but the newest {vouched.kind} entry vouches for {vouched.body}: the "
                        "laws were edited after it: refit them (lawkit fit)", last)
+
+    def _kept_in_silence(self, review: FileReview, head_file: lawfile.LawFile,
+                         appended: Sequence[lawfile.ProvenanceEntry], at: int, key: str,
+                         ) -> None:
+        """A finding when the appended fit entry ``appended[at]`` moves the key from ``key``
+        and keeps laws it did not fit, which neither the rekey entry right after it nor a later
+        fit of the change covers: they would name a digest they were not fitted on. A fit
+        entry that does not name its laws (an older lawkit's) cannot be told apart."""
+        fit = appended[at].fit
+        assert fit is not None
+        if fit.laws is None or fit.digest == key:
+            return
+        covered = set(fit.laws)
+        for later in appended[at + 1:]:
+            if later.fit is not None and later.fit.laws is not None:
+                covered |= set(later.fit.laws)
+        following = appended[at + 1] if at + 1 < len(appended) else None
+        if following is not None and following.rekey is not None:
+            if following.rekey.laws is None:
+                return
+            covered |= set(following.rekey.laws)
+        kept = [law.name for law in head_file.host.laws if law.name not in covered]
+        if kept:
+            first = len(head_file.host.provenance) - len(appended)
+            review.add("refit-kept", f"the fit entry keeps {', '.join(kept)}, fitted on {key}, "
+                       f"and moves the key to {fit.digest} with no rekey entry for "
+                       f"{'them' if len(kept) > 1 else 'it'}: refit "
+                       f"{'them' if len(kept) > 1 else 'it'} too, or say why the change cannot "
+                       "move their host time (lawkit fit --why TEXT)",
+                       head_file.line("host", "provenance", first + at))
 
     def _integrity(self, review: FileReview, head_file: lawfile.LawFile) -> None:
         """The integrity rule of docs/law-files.md, for a file new at head."""
