@@ -25,7 +25,7 @@ from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
 from lawkit.footprint.units import units_of
 from lawkit.lawfiles import lawfile
-from testing.lawrepo import ENGINE, commit, engine_digest, init_repo
+from testing.lawrepo import ENGINE, commit, engine_digest, fit_entry, init_repo, law_text
 
 runner = CliRunner()
 
@@ -192,3 +192,40 @@ def test_review_flags_a_refit_that_re_keys_kept_laws_in_silence(repo: Repo) -> N
     assert len(found) == 1, json.loads(result.stdout)["findings"]
     assert f"keeps schedule_s, fitted on {OLD}, and moves the key to {NEW} with no rekey" \
         in found[0]["message"]
+
+
+def _legacy_fit(digest: str, footprint: str | None) -> tuple[str, dict[str, Any]]:
+    """A `fit` entry as lawkit wrote it before fits named their laws."""
+    kind, fields = fit_entry(digest, LEGACY_LAWS)
+    del fields["laws"]
+    if footprint is not None:
+        raw = (Path.cwd() / footprint).read_bytes()
+        fields["footprint"] = {"path": footprint, "sha256": hashlib.sha256(raw).hexdigest()}
+    return kind, fields
+
+
+LEGACY_LAWS: list[dict[str, Any]] = [
+    {"name": "sample_s", "target": "sample_s", "terms": {"1": 0.001}},
+    {"name": "schedule_s", "target": "schedule_s", "terms": {"1": 0.002}}]
+
+
+def _legacy_verdicts(repo: Repo, second: str | None) -> list[tuple[str, str]]:
+    text = law_text(NEW, "a", laws=LEGACY_LAWS, provenance=[_legacy_fit(OLD, "fp/old.json"),
+                                                            _legacy_fit(NEW, second)])
+    (repo.root / "laws/host.yaml").write_text(text)
+    (repo.root / "atom/sched.py").write_text(SCHED_EDIT["atom/sched.py"])
+    result = lawkit("rekey", "--why", "a scheduler tweak", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    return [(law["name"], law["verdict"]) for law in json.loads(result.stdout)["laws"]]
+
+
+def test_in_a_file_whose_fits_do_not_name_their_laws_a_law_takes_the_worst_of_their_verdicts(
+        repo: Repo) -> None:
+    # the newest fit's footprint alone would call the scheduler's law untouched
+    assert _legacy_verdicts(repo, "fp/new.json") == [("sample_s", "steps"),
+                                                     ("schedule_s", "steps")]
+
+
+def test_in_such_a_file_a_fit_that_names_no_footprint_makes_every_law_unknown(
+        repo: Repo) -> None:
+    assert _legacy_verdicts(repo, None) == [("sample_s", "unknown"), ("schedule_s", "unknown")]
