@@ -35,7 +35,9 @@ from lawkit.fitting.plan import (
     plan_specs,
 )
 from lawkit.fitting.provenance import (
+    capture_host,
     check_rekey_options,
+    fit_host,
     kept_laws_rekey,
     provenance_path,
     resolve_digest,
@@ -134,7 +136,8 @@ def _fit_with(runner: Runner, request: FitRequest, ws: Workspace,
                      records=scan.fitted, captures=records, at=at,
                      labels=labels, kept=kept, dropped=scan.dropped, footprint=bound,
                      notes=scan.notes, passes=dict(runner.passes), rekey=rekey,
-                     kept_verdicts=kept_verdicts)
+                     kept_verdicts=kept_verdicts,
+                     host=fit_host([capture_host(c) for c in found]))
 
 
 __all__ = ["FitReport", "FitRequest", "FittedLaw", "LawSpec", "fit_laws", "run_fit",

@@ -15,7 +15,7 @@ entry, and each gets its verdict on the footprint of its own fit (`kept_laws_rek
 from __future__ import annotations
 
 import datetime
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace, digest_problem
@@ -153,5 +153,70 @@ def timestamp(now: datetime.datetime | None) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["check_rekey_options", "kept_laws_rekey", "provenance_path", "resolve_digest",
-           "timestamp"]
+HOST_FIELDS = ("cpu_model", "logical_cpus", "platform", "python")
+"""The fields of a capture's host (`lawkit.capture.host`) that a fit entry's `host` keeps."""
+
+
+def capture_host(capture: Capture) -> dict[str, Any] | None:
+    """Where a capture was taken, as `lawkit.capture` recorded it: a Parquet file's
+    `lawkit.host` metadata, or the `<name>.host.json` file beside a text capture; None when it
+    has none (written before lawkit recorded hosts, or by another writer). A host that is not a
+    JSON object is a `CaptureError` naming it."""
+    import json
+
+    from lawkit.capture.host import METADATA_KEY, SUFFIX, host_path
+
+    where = capture.shown
+    try:
+        if capture.format == "parquet":
+            import pyarrow.parquet as pq
+
+            raw = (pq.read_metadata(capture.path).metadata or {}).get(METADATA_KEY)
+        else:
+            where = capture.shown + SUFFIX
+            raw = host_path(capture.path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CaptureError(f"cannot read its host: {exc.strerror}", path=where) from None
+    if raw is None:
+        return None
+    try:
+        host = json.loads(raw)
+    except ValueError:
+        host = None
+    if not isinstance(host, dict):
+        raise CaptureError("the host is not a JSON object of " + ", ".join(HOST_FIELDS)
+                           + ": remove it (the capture is then read as one without a host)",
+                           path=where)
+    return {name: host.get(name) for name in HOST_FIELDS}
+
+
+def fit_host(hosts: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The `host` a fit entry keeps for captures with these hosts: None (no `host` key) unless
+    every capture has one; a field the captures disagree on is null (a law fitted on rows of
+    two CPU models prices neither, and `score` then names no CPU model)."""
+    if not hosts or any(h is None for h in hosts):
+        return None
+    known = [h for h in hosts if h is not None]
+    return {name: known[0][name] if all(h[name] == known[0][name] for h in known) else None
+            for name in HOST_FIELDS}
+
+
+def other_cpu(fitted: dict[str, Any] | None, scored: Sequence[dict[str, Any] | None],
+              ) -> str | None:
+    """The one line `score` prints when captures it scores come from another CPU model than
+    the fit's (None: the same, or either is not known)."""
+    model = fitted.get("cpu_model") if isinstance(fitted, dict) else None
+    if not isinstance(model, str):
+        return None
+    others = sorted({str(h["cpu_model"]) for h in scored
+                     if h is not None and h.get("cpu_model") not in (None, model)})
+    if not others:
+        return None
+    return printable(f"the captures scored come from another CPU model ({', '.join(others)}) "
+                     f"than the law file's fit ({model}): its laws price the fit's host")
+
+
+__all__ = ["HOST_FIELDS", "capture_host", "check_rekey_options", "fit_host", "kept_laws_rekey",
+           "other_cpu", "provenance_path", "resolve_digest", "timestamp"]

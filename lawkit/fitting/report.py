@@ -64,6 +64,8 @@ class FitReport:
     moves their key (`fit --why`): `{from, to, at, why, refs, laws}`."""
     kept_verdicts: list[LawVerdict] = field(default_factory=list)
     """Each kept law's verdict when the fit re-keys them, on its own footprint."""
+    host: dict[str, Any] | None = None
+    """Where the captures were taken (`provenance.fit_host`); None: the entry has no `host`."""
 
     def provenance(self, body: str) -> dict[str, Any]:
         """The `fit` provenance entry for a file whose laws hash to `body`."""
@@ -75,6 +77,8 @@ class FitReport:
             entry["digests"] = self.digests
         if self.footprint is not None:
             entry["footprint"] = self.footprint
+        if self.host is not None:
+            entry["host"] = self.host
         return entry
 
     def to_json(self) -> dict[str, Any]:

@@ -306,7 +306,10 @@ def score(
             advance(size)
     report = state.report(law_file, [c.shown for c in files], where=where, max_mape=max_mape,
                           rows=rows, considered=considered)
-    report.notes = notes
+    from lawkit.fitting.provenance import capture_host, other_cpu
+
+    moved = other_cpu(_fit_host(law_file), [capture_host(c) for c in files])
+    report.notes = notes + ([moved] if moved else [])
     report.threshold_from = threshold_from
     if all(s.metrics.n == 0 for s in report.laws):
         raise CaptureError(_nothing_matched(law_file, rows, considered, where))
@@ -453,6 +456,15 @@ def _column_of(data: Any, name: str, law: Law | None = None) -> Any:
         who = f"law {law.name!r} needs" if law is not None else "no"
         raise CaptureError(f"{who} column {name!r}: the data does not hold it") from None
     return raw.to_numpy() if hasattr(raw, "to_numpy") else np.asarray(raw)
+
+
+def _fit_host(law_file: LawFile) -> dict[str, Any] | None:
+    """The `host` of the newest `fit` entry of a law file (None: it names none)."""
+    for entry in reversed(law_file.host.provenance):
+        if entry.fit is not None:
+            host = (entry.fit.model_extra or {}).get("host")
+            return host if isinstance(host, dict) else None
+    return None
 
 
 def _check_threshold(max_mape: float | None) -> None:
