@@ -431,11 +431,13 @@ def _select(request: Select, reply: Selected | None, x: Array, y: Array, w: Arra
     out = reply if reply is not None else Selected(
         [None if not gather else np.zeros(0) for _prefix, _shift, gather in request.buckets],
         near=np.zeros(0, dtype=np.uint64) if request.near is not None else None)
+    if request.step is not None and y.size:
+        out.moved = max(out.moved, _peak(x, request.step))
+    if not request.buckets and request.near is None:
+        return out  # only the check of a step
     size = matvec(x, request.coef)
     np.subtract(y, size, out=size)
     np.abs(size, out=size)  # |r|
-    if request.step is not None and y.size:
-        out.moved = max(out.moved, _peak(x, request.step))
     kept = size if w is None else size[w > 0.0]
     bits = kept.view(np.uint64)
     if request.near is not None:
@@ -725,6 +727,14 @@ def _robust_finish(first: Folded, current: Folded, weights: Weights | None, meth
     return (yield from _honest(result, first, weights))
 
 
+def _likely_still(moves: list[float], limit: float) -> bool:
+    """Whether the next IRLS step likely moves the fitted values by at most ``limit``: the last
+    two moves' ratio (IRLS converges linearly) carried one step on."""
+    if len(moves) < 2 or not 0.0 < moves[-1] < moves[-2]:
+        return False
+    return moves[-1] * (moves[-1] / moves[-2]) <= limit
+
+
 def mm_passes(terms: Sequence[str], c: float = robust.BIWEIGHT_C, seed: int = 0) -> Steps:
     """MM-estimate: FAST-LTS start and M-scale on a bounded sample, then Tukey biweight IRLS
     over every row with that scale fixed."""
@@ -748,12 +758,22 @@ def mm_passes(terms: Sequence[str], c: float = robust.BIWEIGHT_C, seed: int = 0)
     current, weights = first, None
     iterations = 0
     step: Array | None = None
+    moves: list[float] = []  # how far each step moved the fitted values
     while iterations < robust.MAX_IRLS:
+        if step is not None and _likely_still(moves, _MOVED * scale):
+            # the steps shrink at a steady rate: this one likely moved nothing, which a light
+            # pass tells, sparing the fold the check would otherwise ride on
+            checked: Selected = yield Select(b, (), step)
+            if not checked.moved > _MOVED * scale:
+                break
+            step = None
         proposed = Weights("biweight", b, scale, c)
         folded = yield Fold(state.terms, robust=proposed, step=step)
         # The check that ends the previous step rides on this step's fold.
-        if step is not None and not folded.moved > _MOVED * scale:
-            break
+        if step is not None:
+            if not folded.moved > _MOVED * scale:
+                break
+            moves.append(folded.moved)
         iterations += 1
         current, weights = folded, proposed
         new = _solve(current)
@@ -819,7 +839,7 @@ class Method:
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("ols", "least squares, refined to the float64 limit", ols_passes),
-    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes, 40),
+    Method("huber", "Huber M-estimate by IRLS (MAD scale)", huber_passes, 20),
     Method("robust", "MM-estimate: high-breakdown start (FAST-LTS on a sample of at most "
                      f"{SAMPLE_ROWS} rows), Tukey biweight IRLS over all rows", mm_passes, 20),
     Method("nnls", "least squares with every coefficient >= 0", nnls_passes),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 
 from lawkit.fitting import methods, robust, runner
 
@@ -71,3 +72,33 @@ def test_the_fit_is_the_huber_estimate_at_the_mad_of_its_own_residuals() -> None
     np.testing.assert_allclose(coef, b, rtol=1e-8)
     scale = float(np.median(np.abs(y - x @ coef))) / robust.MAD_NORMAL
     assert abs(float(result.scale or 0.0) / scale - 1.0) < 1e-8
+
+
+def _robust(x: np.ndarray, y: np.ndarray) -> tuple[Any, list[Any]]:
+    requests: list[Any] = []
+
+    def each(fn: Any) -> Iterator[Any]:
+        requests.append(fn.args[0])
+        for start in range(0, len(y), 30_000):
+            yield methods.answer(fn.args[0], None, x[start:start + 30_000],
+                                 y[start:start + 30_000], None)
+
+    return runner.run(methods.passes("robust", TERMS), each), requests
+
+
+def test_robust_samples_on_its_first_pass_and_checks_its_last_step_without_a_fold(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _rows()
+    result, requests = _robust(x, y)
+    assert not any(isinstance(r, methods.Sample) for r in requests)
+    assert isinstance(requests[0], methods.Fold) and requests[0].sample is not None
+    folds = sum(isinstance(r, methods.Fold) for r in requests)
+    checks = [r for r in requests if isinstance(r, methods.Select)]
+    assert result.iterations >= 5 and folds == result.iterations + 1
+    assert len(checks) == 1 and checks[0].buckets == () and checks[0].step is not None
+    # the same fit, bit for bit, as when every step's check rides on a fold
+    monkeypatch.setattr(methods, "_likely_still", lambda moves, limit: False)
+    again, requests_again = _robust(x, y)
+    assert (again.coef, again.scale, again.iterations) == (result.coef, result.scale,
+                                                           result.iterations)
+    assert sum(isinstance(r, methods.Fold) for r in requests_again) == folds + 1

@@ -397,12 +397,12 @@ def test_a_streamed_fit_shows_each_pass_of_each_law_on_a_terminal_unless_quiet(
         if quiet:
             assert drawn == [] and stderr.getvalue() == ""
     assert drawn[0] == "reading the captures: pass 1"
-    assert drawn[1] == "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 40"
+    assert drawn[1] == "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 20"
     # the next law's estimate is the passes the last one made
     made = drawn.index("law 2 of 6, host_s[decode,2] (huber): pass 1 of about "
                        f"{sum(d.startswith('law 1 of 6') for d in drawn)}")
     assert made > 2 and "pass" in stderr.getvalue()
-    assert "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 40" in stderr.getvalue()
+    assert "law 1 of 6, host_s[decode,1] (huber): pass 1 of about 20" in stderr.getvalue()
 
 
 def test_the_bars_draw_names_with_brackets_as_they_are_not_as_rich_markup(
