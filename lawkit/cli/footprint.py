@@ -101,15 +101,18 @@ def diff(
     def body() -> int:
         from lawkit.config import load_workspace
         from lawkit.footprint.document import read_footprint
-        from lawkit.footprint.envverdict import compare_env, env_spec
+        from lawkit.footprint.envverdict import compare_env, env_spec, not_recorded_line
         from lawkit.footprint.regions import region_verdicts
         from lawkit.footprint.verdict import diff_rev, diff_work_tree
 
         ws = load_workspace(config=config, engine=engine)
         fp = read_footprint(footprint, shown=str(footprint), root=ws.root)
         report = diff_rev(ws, fp, rev) if rev else diff_work_tree(ws, fp)
+        missing = None
         if fp.environment is not None:
             report = report.with_env(compare_env(fp.environment, env_spec(ws, env)))
+        elif env or ws.environment or ws.python:  # a target named, nothing recorded to compare
+            missing = not_recorded_line(env_spec(ws, env), str(footprint))
         regions = region_verdicts(fp, report)
         if json:
             print_json({**report.to_json(), "regions": regions})
@@ -118,7 +121,7 @@ def diff(
             if regions:
                 lines.insert(1, "regions: " + ", ".join(f"{name} {verdict}"
                                                         for name, verdict in regions.items()))
-            for line in lines:
+            for line in [*lines, *([missing] if missing else [])]:
                 typer.echo(line)
             if report.note():
                 typer.echo(f"note: {report.note()}", err=True)

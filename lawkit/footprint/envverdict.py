@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lawkit.config import Workspace
+from lawkit.errors import printable
 from lawkit.footprint.document import EnvironmentRecord
 from lawkit.footprint.envdiff import compare
 from lawkit.footprint.environment import STDLIB, Environment, Target
@@ -42,6 +43,15 @@ class EnvSpec:
         if self.target is not None:
             return self.target.source
         return None if self.python is None else f"python {self.python}"
+
+
+def not_recorded_line(spec: EnvSpec, footprint: str) -> str | None:
+    """The one line a report gives where a target is named but the footprint recorded no
+    environment (recorded before footprints did); None when no target is named."""
+    if spec.source is None:
+        return None
+    return printable(f"environment: not compared with {spec.source}: {footprint} was recorded "
+                     "without its environment; record it again with lawkit footprint record")
 
 
 def env_spec(ws: Workspace, option: str | None = None, *, strict: bool = False) -> EnvSpec:

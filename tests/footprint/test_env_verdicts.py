@@ -53,7 +53,7 @@ DISTS = {
 LOCK = {"torchlike": "2.11.0", "tokenlike": "0.20.0", "idle": "1.0", "native": "5.0"}
 
 
-def footprint_bytes(unpackaged: tuple[str, ...] = ()) -> bytes:
+def footprint_bytes(unpackaged: tuple[str, ...] = (), *, environment: bool = True) -> bytes:
     engine = {k: v for k, v in BASE.items()
               if v is not None and k.startswith("atom/") and k.endswith(".py")}
     files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
@@ -63,7 +63,7 @@ def footprint_bytes(unpackaged: tuple[str, ...] = ()) -> bytes:
     env = EnvironmentRecord(PythonBuild("3.12.1", "cpython"), DISTS, unpackaged)
     return encode_footprint(Footprint("atom", OLD, ("python", "run.py"), 1, files,
                                       python="3.12.1", regions=("sample_s", "schedule_s"),
-                                      environment=env))
+                                      environment=env if environment else None))
 
 
 def lock(root: Path, **versions: str) -> None:
@@ -127,14 +127,14 @@ def test_startup_only_and_no_region_open(repo: Path) -> None:
 
 def test_absent_from_the_target_counts_as_changed(repo: Path) -> None:
     (repo / "requirements.txt").write_text("tokenlike==0.20.0\nnative==5.0\n")
-    code, regions, doc = regions_of("--env", "requirements.txt")
+    _code, regions, doc = regions_of("--env", "requirements.txt")
     assert regions["sample_s"] == "steps" and regions["schedule_s"] == "untouched"
     assert doc["environment"]["changes"][0]["kind"] == "absent"
 
 
 def test_a_python_that_differs_moves_every_law(repo: Path) -> None:
     (repo / "lawkit.toml").write_text(_with_top(repo, 'python = "3.12.3"'))
-    code, regions, doc = regions_of()
+    code, regions, _doc = regions_of()
     assert code == 1 and set(regions.values()) == {"steps"}
     text = lawkit("footprint", "diff", "fp.json").stdout
     assert "changed  python 3.12.1 -> 3.12.3  counts as steps for every law" in text
@@ -211,3 +211,14 @@ def test_rekey_env_appends_one_entry_and_later_comparisons_start_from_it(repo: P
     assert lawkit("footprint", "diff", "fp.json").exit_code == 1  # the footprint itself is old
     lock(repo, torchlike="2.13.0")
     assert "torchlike 2.12.0 -> 2.13.0" in lawkit("check").stdout
+
+
+def test_a_footprint_recorded_without_its_environment_says_so_when_a_target_is_named(
+        repo: Path) -> None:
+    (repo / "old.json").write_bytes(footprint_bytes(environment=False))
+    assert "environment" not in lawkit("footprint", "diff", "old.json").stdout
+    result = lawkit("footprint", "diff", "old.json", "--env", "requirements.txt")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == (
+        "environment: not compared with requirements.txt: old.json was recorded without its "
+        "environment; record it again with lawkit footprint record")
