@@ -23,14 +23,16 @@ Requests:
 Methods (`METHODS`, the one registry):
 
 - ``ols``: fold, then iterative refinement to the float64 limit (`solve.refine`);
-- ``huber``: Huber M-estimate (c = 1.345) by IRLS, each step a median pass (the MAD scale,
-  exact: the values near the previous step's median gathered, and counted below them; where
-  the median is not among them, or in the first step, radix selection: 20 bits, then the
-  bucket gathered) and a weighted fold; the final step refined;
+- ``huber``: Huber M-estimate (c = 1.345) by IRLS, each step one weighted fold that also
+  gathers the |r| its weights come from near the previous median and counts those below them
+  (the next step's MAD scale, exact); where the median is not among them, and for the
+  least-squares start, radix selection passes (20 bits, then the bucket gathered); the final
+  step refined;
 - ``robust``: MM-estimate: the high-breakdown start (FAST-LTS and the biweight M-scale of its
   residuals, `lawkit.fitting.robust`) is computed on a bounded sample of at most
-  `SAMPLE_ROWS` (20,000) rows, all rows when there are fewer; then Tukey biweight IRLS
-  (c = 4.685) with that scale fixed, every step a weighted fold over *all* rows;
+  `SAMPLE_ROWS` (20,000) rows, all rows when there are fewer, taken by the first fold; then
+  Tukey biweight IRLS (c = 4.685) with that scale fixed, every step a weighted fold over *all*
+  rows (the check that ends the last one a light pass when the steps shrink steadily);
 - ``nnls``: every coefficient >= 0: Lawson-Hanson on the folded R factor (min ‖R b - Q'y‖
   subject to b >= 0 is the rows' problem up to a constant), then the free coefficients refitted
   by one more fold and refined.
