@@ -693,7 +693,14 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
         median.update(asked, (yield Select(b, asked)))
     scale = median.median() / robust.MAD_NORMAL
     step: Array | None = None
+    moves: list[float] = []  # how far each step moved the fitted values
     while scale > solve.EPS * first.ymax and iterations < robust.MAX_IRLS:
+        if step is not None and _likely_still(moves, _MOVED * scale):
+            # as robust's: a light pass checks a step that likely moved nothing
+            checked: Selected = yield Select(b, (), step)
+            if not checked.moved > _MOVED * scale:
+                break
+            step = None
         proposed = Weights("huber", b, scale, c)
         median = _Median(first.kept, median)
         folded: Folded = yield Fold(first.state.terms, robust=proposed, step=step,
@@ -702,8 +709,10 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
         current, weights = folded, proposed
         # The check that ends the previous step rides on this step's fold, which is then the
         # last step's: its weights are those of converged coefficients and scale.
-        if step is not None and not folded.moved > _MOVED * scale:
-            break
+        if step is not None:
+            if not folded.moved > _MOVED * scale:
+                break
+            moves.append(folded.moved)
         if median.near is not None:
             median.gathered(folded)
         while not median.done:  # the median at b left the window: radix selection

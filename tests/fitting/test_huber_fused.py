@@ -47,9 +47,9 @@ def test_a_huber_step_takes_one_pass_over_the_rows() -> None:
     # the first fold and a fold per step, the last of which found the one before it moved
     # nothing
     assert folds == result.iterations + 1
-    # the least-squares start's median (radix selection), and at most one step whose median
-    # left its window: no select pass per step
-    assert selects <= 6 < result.iterations
+    # the least-squares start's median (radix selection), at most one step whose median
+    # left its window and a light check of the last step: no select pass per step
+    assert selects <= 7 < result.iterations
     assert len(requests) <= result.iterations + 10
 
 
