@@ -13,7 +13,8 @@ The convention, for whoever edits README.md or a page of docs/:
   `pyproject.toml`, and a `.venv/bin/` holding `python`, `lawkit` and an `activate` that puts
   this Python's scripts first on PATH; they come first on PATH from the start too), with
   `$TMPDIR` inside the test's temporary folder, so `cd "$(mktemp -d)"` stays there too.
-- A command must exit 0, unless its line ends with a comment `# exit N`: then it must exit N.
+- A command must exit 0, unless its line (or, continued, its last line) ends with a comment
+  `# exit N`: then it must exit N.
 - The output must match line for line (trailing spaces and trailing blank lines ignored);
   a command shown with no output must print nothing. In an expected line, `…` matches any
   text (times, temporary paths, revision ids); a line that is only `…` matches any number of
@@ -89,6 +90,9 @@ def console_sections(text: str, page: str = "README.md") -> dict[str, list[Comma
             continuing = True
         elif continuing and current is not None and (line == ">" or line.startswith("> ")):
             current.text += "\n" + line[2:]
+            match = _EXIT.search(line)  # a continued command says it on its last line
+            if match:
+                current.exit_code = int(match.group(1))
         elif current is not None:
             continuing = False
             current.expected.append(line)
