@@ -110,7 +110,7 @@ def kept_laws_rekey(existing: LawFile | None, fitted: Collection[str], digest: s
     if request.why is None:
         raise RefusalError(
             f"the fit keeps {len(kept)} law{'s' if len(kept) != 1 else ''} of the file "
-            f"({', '.join(kept)}), fitted on {key}={named}, and moves its key to {key}={digest}: "
+            f"({', '.join(kept)}), keyed to {key}={named}, and moves its key to {key}={digest}: "
             "they would name a digest they were not fitted on; refit them too, or pass --why "
             "TEXT saying why the change cannot move their host time (a rekey entry records it, "
             "with each kept law's verdict); nothing was written", path=shown)

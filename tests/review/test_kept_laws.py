@@ -103,7 +103,7 @@ def test_a_refit_that_keeps_laws_and_moves_the_key_is_refused_without_why(repo: 
     before = (repo.root / "laws/host.yaml").read_bytes()
     result = refit()
     assert result.exit_code == 2, result.output
-    assert f"laws/host.yaml: the fit keeps 1 law of the file (schedule_s), fitted on atom={OLD}, " \
+    assert f"laws/host.yaml: the fit keeps 1 law of the file (schedule_s), keyed to atom={OLD}, " \
         f"and moves its key to atom={NEW}: " in result.stderr
     assert "--why TEXT" in result.stderr and "nothing was written" in result.stderr
     assert "Traceback" not in result.output
@@ -190,7 +190,7 @@ def test_review_flags_a_refit_that_re_keys_kept_laws_in_silence(repo: Repo) -> N
     assert result.exit_code == 1, result.output
     found = [f for f in json.loads(result.stdout)["findings"] if f["kind"] == "refit-kept"]
     assert len(found) == 1, json.loads(result.stdout)["findings"]
-    assert f"keeps schedule_s, fitted on {OLD}, and moves the key to {NEW} with no rekey" \
+    assert f"keeps schedule_s, keyed to {OLD}, and moves the key to {NEW} with no rekey" \
         in found[0]["message"]
 
 

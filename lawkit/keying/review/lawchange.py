@@ -346,7 +346,7 @@ class Checker:
         kept = [law.name for law in head_file.host.laws if law.name not in covered]
         if kept:
             first = len(head_file.host.provenance) - len(appended)
-            review.add("refit-kept", f"the fit entry keeps {', '.join(kept)}, fitted on {key}, "
+            review.add("refit-kept", f"the fit entry keeps {', '.join(kept)}, keyed to {key}, "
                        f"and moves the key to {fit.digest} with no rekey entry for "
                        f"{'them' if len(kept) > 1 else 'it'}: refit "
                        f"{'them' if len(kept) > 1 else 'it'} too, or say why the change cannot "
