@@ -61,7 +61,8 @@ class LawVerdict:
     def to_json(self) -> dict[str, Any]:
         """The law's verdict as one JSON object."""
         return {"file": self.file, "name": self.name, "target": self.target,
-                "region": self.region, "verdict": self.verdict}
+                "region": self.region, "verdict": self.verdict,
+                "footprints": list(self.footprints)}
 
 
 @dataclass(frozen=True)

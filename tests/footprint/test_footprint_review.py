@@ -189,7 +189,8 @@ def test_rekey_prints_each_verdict_and_require_untouched_refuses_writing_nothing
     [verdict] = doc["verdicts"]
     assert verdict["verdict"] == "steps"
     assert doc["laws"] == [{"file": "laws/host.yaml", "name": "step_s", "target": "step_s",
-                            "region": None, "verdict": "steps"}]
+                            "region": None, "verdict": "steps",
+                            "footprints": ["fp.json"]}]
 
 
 def test_rekey_require_untouched_refuses_a_law_file_without_a_footprint(tmp_path: Path) -> None:

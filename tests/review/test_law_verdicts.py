@@ -181,7 +181,8 @@ def test_check_s_fix_line_names_the_refit_with_the_verdict_and_the_laws_it_touch
     document = json.loads(lawkit("check", "--json").stdout)
     assert document["verdicts"] == {"laws/host.yaml": {"verdict": "steps", "laws": [
         {"file": "laws/host.yaml", "name": name, "target": target, "region": region,
-         "verdict": verdict} for name, target, region, verdict in EXPECTED]}}
+         "verdict": verdict, "footprints": ["fp.json"]}
+        for name, target, region, verdict in EXPECTED]}}
 
 
 def test_check_s_fix_line_is_the_rekey_when_the_change_touches_nothing_that_ran(
