@@ -72,6 +72,7 @@ _GATHER = 1 << 16  # candidates for the median few enough to send as values
 # counts the values below them: when a middle rank falls among them the median is exact after
 # one pass with no histogram, else radix selection follows.
 _NEAR = 1 << 19
+_HEAD = 4096  # rows of the design huber keeps from its first fold, to tell a step moved
 _MOVED = 1e-10  # an IRLS step that moves no fitted value by more than this x scale has converged
 
 
@@ -137,6 +138,8 @@ class Fold:
     near: tuple[int, int] | None = None
     sample: Sample | None = None
     """Also the rows `Sample` takes (a first fold: the same sample whatever the pass)."""
+    head: int = 0
+    """Also keep the design of the first `head` rows (a first fold)."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,8 @@ class Folded:
     below: int = 0
     sample: Sampled | None = None
     """For a `Fold` with `sample`: the rows taken."""
+    head: Array | None = None
+    """For a `Fold` with `head`: the design of the first rows."""
 
     def merge(self, other: Folded) -> Folded:
         """Both folds, ``self``'s rows first."""
@@ -221,6 +226,8 @@ class Folded:
         self.below += other.below
         if other.sample is not None:
             self.sample = other.sample if self.sample is None else self.sample.merge(other.sample)
+        if self.head is None:
+            self.head = other.head
 
 
 @dataclass
@@ -407,6 +414,8 @@ def _fold(request: Fold, reply: Folded | None, x: Array, y: Array, w: Array | No
         out.moved = max(out.moved, _peak(x, request.step))
     if request.sample is not None:
         out.sample = _sample(request.sample, out.sample, x, y, w)
+    if request.head and out.head is None and y.size:
+        out.head = np.array(x[: request.head], dtype=np.float64, order="F")
     return out
 
 
@@ -517,9 +526,9 @@ def _stats(request: Stats, reply: Summary | None, x: Array, y: Array, w: Array |
 Steps = Generator[Request, Any, solve.FitResult]
 
 
-def _first_fold(terms: tuple[str, ...], sample: Sample | None = None,
+def _first_fold(terms: tuple[str, ...], sample: Sample | None = None, head: int = 0,
                 ) -> Generator[Request, Any, Folded]:
-    folded: Folded | None = yield Fold(terms, sample=sample)
+    folded: Folded | None = yield Fold(terms, sample=sample, head=head)
     if folded is None or folded.state is None:
         raise FitError("no rows to fit")
     return folded
@@ -682,7 +691,7 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
     is the Huber estimate at the MAD scale of its own residuals, as with the scale of the
     step's own coefficients; the scale of a step trails its coefficients by one step, and
     moves by no more than they move the fitted values (the median is 1-Lipschitz)."""
-    first = yield from _first_fold(tuple(terms))
+    first = yield from _first_fold(tuple(terms), head=_HEAD)
     assert first.state is not None
     b = solve.solve_partial(first.state)
     current, weights = first, None
@@ -703,16 +712,18 @@ def huber_passes(terms: Sequence[str], c: float = robust.HUBER_C) -> Steps:
             step = None
         proposed = Weights("huber", b, scale, c)
         median = _Median(first.kept, median)
-        folded: Folded = yield Fold(first.state.terms, robust=proposed, step=step,
-                                    near=median.near)
+        # the first rows may tell the step moved: then the fold need not check it
+        surely = None if step is None else _surely_moved(first.head, step, _MOVED * scale)
+        folded: Folded = yield Fold(first.state.terms, robust=proposed,
+                                    step=step if surely is None else None, near=median.near)
         iterations += 1
         current, weights = folded, proposed
         # The check that ends the previous step rides on this step's fold, which is then the
         # last step's: its weights are those of converged coefficients and scale.
         if step is not None:
-            if not folded.moved > _MOVED * scale:
+            if surely is None and not folded.moved > _MOVED * scale:
                 break
-            moves.append(folded.moved)
+            moves.append(folded.moved if surely is None else surely)
         if median.near is not None:
             median.gathered(folded)
         while not median.done:  # the median at b left the window: radix selection
@@ -736,6 +747,16 @@ def _robust_finish(first: Folded, current: Folded, weights: Weights | None, meth
         raise _after_downweighting(err) from err
     result = replace(result, iterations=iterations, scale=scale, downweighted=0)
     return (yield from _honest(result, first, weights))
+
+
+def _surely_moved(rows: Array | None, step: Array, limit: float) -> float | None:
+    """max |X step| over some of the rows (``rows``, a subset of them) where it is beyond
+    ``limit``: the step moved the fitted values, with no pass over the rows to tell; None when
+    it may not have."""
+    if rows is None or not rows.shape[0]:
+        return None
+    moved = _peak(rows, step)
+    return moved if moved * (1.0 - 1e-9) > limit else None
 
 
 def _likely_still(moves: list[float], limit: float) -> bool:
@@ -779,12 +800,14 @@ def mm_passes(terms: Sequence[str], c: float = robust.BIWEIGHT_C, seed: int = 0)
                 break
             step = None
         proposed = Weights("biweight", b, scale, c)
-        folded = yield Fold(state.terms, robust=proposed, step=step)
+        # the sample's rows may tell the step moved: then the fold need not check it
+        surely = None if step is None else _surely_moved(sample.x, step, _MOVED * scale)
+        folded = yield Fold(state.terms, robust=proposed, step=step if surely is None else None)
         # The check that ends the previous step rides on this step's fold.
         if step is not None:
-            if not folded.moved > _MOVED * scale:
+            if surely is None and not folded.moved > _MOVED * scale:
                 break
-            moves.append(folded.moved)
+            moves.append(folded.moved if surely is None else surely)
         iterations += 1
         current, weights = folded, proposed
         new = _solve(current)

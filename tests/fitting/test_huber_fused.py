@@ -102,3 +102,23 @@ def test_robust_samples_on_its_first_pass_and_checks_its_last_step_without_a_fol
     assert (again.coef, again.scale, again.iterations) == (result.coef, result.scale,
                                                            result.iterations)
     assert sum(isinstance(r, methods.Fold) for r in requests_again) == folds + 1
+
+
+def test_a_step_the_first_rows_show_moved_is_not_checked_again_by_its_fold(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _rows()
+    for fit in (_streamed, _robust):
+        result, requests = fit(x, y)
+        steps = [r for r in requests if isinstance(r, methods.Fold) and r.robust is not None]
+        unchecked = [r for r in steps[1:] if r.step is None]
+        assert len(unchecked) >= len(steps) // 2, (len(unchecked), len(steps))
+        # the same fit, bit for bit, as when every fold measures its step over every row
+        monkeypatch.setattr(methods, "_surely_moved", lambda rows, step, limit: None)
+        again, requests_again = fit(x, y)
+        monkeypatch.undo()
+        assert (again.coef, again.scale, again.iterations) == (result.coef, result.scale,
+                                                               result.iterations)
+        steps_again = [r for r in requests_again
+                       if isinstance(r, methods.Fold) and r.robust is not None]
+        # (a step whose light check found it moved is not checked by its fold either)
+        assert sum(r.step is None for r in steps_again[1:]) <= 1
