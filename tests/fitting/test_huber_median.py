@@ -83,6 +83,7 @@ def test_a_median_near_the_last_one_takes_one_pass_that_counts_no_histogram() ->
     near = [s for s in [*selects, *folds] if s.near is not None]
     histograms = [s for s in selects if any(not gather for _p, _s, gather in s.buckets)]
     assert result.iterations >= 5 and len(near) >= result.iterations - 1
-    assert all(s.buckets == () for s in selects if s.near is not None)  # gathered and counted below: no histogram
+    # gathered and counted below: no histogram
+    assert all(s.buckets == () for s in selects if s.near is not None)
     # the first step's median and at most one step whose median left its window count them
     assert len(histograms) <= 2 + 1
