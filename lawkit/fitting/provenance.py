@@ -169,6 +169,9 @@ def capture_host(capture: Capture) -> dict[str, Any] | None:
     where = capture.shown
     try:
         if capture.format == "parquet":
+            if capture.compressed:
+                # lawkit.capture writes no .parquet.gz; a footer read would gunzip it all again
+                return None
             import pyarrow.parquet as pq
 
             raw = (pq.read_metadata(capture.path).metadata or {}).get(METADATA_KEY)
