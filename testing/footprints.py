@@ -17,8 +17,8 @@ def model_footprint(tree: SourceTree, ran: Mapping[tuple[str, str], Ran] | None 
                     schema: int = 2, environment: EnvironmentRecord | None = None,
                     ) -> Footprint:
     """The footprint of one `python run.py` process over `tree` (key atom, Python 3.12.1): each
-    unit ran where `ran` says by (path, qualname), a unit it does not name as `default` says; ``environment``: the recorded one (none
-    by default)."""
+    unit ran where `ran` says by (path, qualname), a unit it does not name as `default` says;
+    ``environment``: the recorded one (none by default)."""
     files = {}
     for rel, data in tree.files.items():
         units = {u.qualname: UnitRecord(u.digest, *(ran or {}).get((rel, u.qualname), default))
