@@ -74,6 +74,11 @@ class Recorder(Protocol):
     steps_again: list[str]
     """coverage.py contexts whose runs count as steps with no region open: the shutdowns the
     process left for ``steps`` again (a recorder that keeps its own runs moves them itself)."""
+    env_everywhere: bool
+    """Code outside the hashed files is not seen run (3.11's coverage.py, or tool id taken):
+    every distribution the process loaded counts wherever the process ran."""
+    entered: set[Context]
+    """Every context the process was in (a native library counts in each)."""
 
     def start(self) -> None:
         """Start measuring, counting what already runs in the current context."""
@@ -107,6 +112,10 @@ class Recorder(Protocol):
     def runs(self) -> list[list[Any]]:
         """``[filename, qualname, firstlineno, phase, regions]`` for each code object and
         context it ran in."""
+
+    def env_runs(self) -> list[list[Any]]:
+        """``[filename, phase, regions]`` for each file outside the hashed ones whose code
+        started, and each context it started in."""
 
 
 def hashed_files(roots: tuple[str, ...]) -> Callable[[str], bool]:

@@ -98,7 +98,7 @@ def test_a_fit_out_killed_at_any_point_leaves_the_file_old_or_new(tmp_path: Path
     make_workspace(tmp_path, 1, stale=True)
     (tmp_path / "cap.csv").write_text(CAPTURE)
     fit = ["fit", "cap.csv", "--formula", "host_s ~ 1 + bs", "--by", "model",
-           "--captured-on", "current", "--out", out]
+           "--captured-on", "current", "--out", out, "--why", "kept laws re-keyed"]
     scenario = Scenario.make(tmp_path, fit, [out])
     total = count_write_calls(fit, cwd=tmp_path)
     scenario.restore()
@@ -282,7 +282,7 @@ def test_a_fit_whose_write_fails_leaves_the_out_file_as_it_was(tmp_path: Path, c
     with _failing(call, error, 1):
         result = runner.invoke(app, ["fit", "cap.csv", "--formula", "host_s ~ 1 + bs",
                                      "--captured-on", "current", "--out",
-                                     "laws/cell00000.yaml"])
+                                     "laws/cell00000.yaml", "--why", "kept laws re-keyed"])
     one_line_exit_2(result, os.strerror(error), "laws/cell00000.yaml")
     assert {p: p.read_bytes() for p in before} == before
     assert list((tmp_path / "laws").glob(f"{TEMP_PREFIX}*")) == []
