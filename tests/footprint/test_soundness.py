@@ -265,8 +265,13 @@ def _bytecode(source: bytes) -> object:
     """A module's bytecode without docstrings, line numbers and the no-ops that keep a line's
     place, code objects nested."""
     def walk(code: types.CodeType) -> object:
-        ops = code.co_code
-        ops = b"".join(ops[i:i + 2] for i in range(0, len(ops), 2) if ops[i] != dis.opmap["NOP"])
-        return (ops, code.co_names, code.co_varnames, tuple(
-            walk(c) if isinstance(c, types.CodeType) else (type(c), c) for c in code.co_consts))
+        # each instruction with its argument resolved (constants by value, not by their index:
+        # 3.13 keeps a stripped docstring's slot in co_consts), nested code objects walked;
+        # 3.13's class bodies store their first line number (__firstlineno__): a position
+        ops = [(i.opname, walk(i.argval) if isinstance(i.argval, types.CodeType)
+                else (type(i.argval), repr(i.argval)))
+               for i in dis.get_instructions(code) if i.opname not in ("NOP", "RESUME")]
+        return tuple(op for n, op in enumerate(ops)
+                     if op[0] != "LOAD_CONST" or n + 1 == len(ops)
+                     or ops[n + 1] != ("STORE_NAME", (str, "'__firstlineno__'")))
     return walk(compile(source, "unit.py", "exec", optimize=2))

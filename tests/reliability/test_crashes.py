@@ -160,7 +160,9 @@ def test_a_rekey_and_a_fit_of_the_same_file_started_together_keep_both_writes(
         procs = [subprocess.Popen([*LAWKIT, *args], cwd=tmp_path, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
                  for args in (["fit", "cap.csv", "--formula", "host_s ~ 1 + bs", "--captured-on",
-                               "current", "--out", "laws/cell00000.yaml"], REKEY)]
+                               "current", "--out", "laws/cell00000.yaml",
+                               "--why", "kept laws re-keyed"],  # needed when the fit goes first
+                              REKEY)]
         outs = [proc.communicate(timeout=60) for proc in procs]
         assert [proc.returncode for proc in procs] == [0, 0], outs
         text = law.read_text()
