@@ -1,4 +1,4 @@
-"""The layout of DESIGN.md section 2, read from the source of `lawkit/` and `src_digest/`: which
+"""The layout docs/development.md maps, read from the source of `lawkit/` and `src_digest/`: which
 folder may import which, no import cycle of any length, no private name read from outside its
 package, and `src_digest` on the standard library alone.
 
@@ -219,8 +219,8 @@ TREE = Tree.read(REPO)
 def _wing(module: str) -> str:
     """The folder a module belongs to for the direction rules: `lawkit.X` for the modules of the
     subpackage `lawkit/X/`, the module itself at lawkit's top level, `src_digest` for its own;
-    `lawkit.capture`, the engine-side capture writer, belongs to the footprint wing (DESIGN.md
-    section 2)."""
+    `lawkit.capture`, the engine-side capture writer, belongs to the footprint wing
+    (docs/development.md)."""
     parts = module.split(".")
     if parts[:2] == ["lawkit", "capture"]:
         return "lawkit.footprint"

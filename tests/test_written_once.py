@@ -1,4 +1,4 @@
-"""Everything written once (issue 13 item 4): one git runner, one annotation escaper."""
+"""Everything written once: one git runner, one annotation escaper."""
 
 from __future__ import annotations
 

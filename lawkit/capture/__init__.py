@@ -1,5 +1,4 @@
-"""Capture records written by the engine's own run (DESIGN.md sections 12 and 12b): one row per
-step.
+"""Capture records written by the engine's own run: one row per step.
 
     from lawkit import capture
 
@@ -50,7 +49,7 @@ are called only while `lawkit footprint record` records the process (asked once,
 recorder starts with the process). A capture is driven from one thread, the one running the
 steps.
 
-Part of the footprint wing (DESIGN.md section 2), whose rule it follows. May import: the
+Part of the footprint wing (docs/development.md), whose rule it follows. May import: the
 standard library, `lawkit.footprint`'s markers, `src_digest`, `lawkit.errors` and
 `lawkit.config`; never numpy, pandas, scipy or pyarrow (Parquet's writer imports pyarrow at
 close, and only then), and never another wing.

@@ -1,4 +1,4 @@
-"""Appending to a capture whose last line has no line break (DESIGN.md section 12): a last row
+"""Appending to a capture whose last line has no line break: a last row
 that parses whole is kept, as lawkit's reader keeps it; only a torn one is cut off."""
 
 from __future__ import annotations

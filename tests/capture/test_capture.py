@@ -1,4 +1,4 @@
-"""`lawkit.capture`, the engine-side writer (DESIGN.md section 12): one row per step, the
+"""`lawkit.capture`, the engine-side writer: one row per step, the
 columns in order, region seconds summed or empty, whole rows on disk whatever kills the run,
 and a CaptureError naming the step for every misuse, with the rows already finished kept."""
 

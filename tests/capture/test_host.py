@@ -1,4 +1,4 @@
-"""Where captures were taken (DESIGN.md section 13, "The host"): beside a text capture in
+"""Where captures were taken (docs/captures.md): beside a text capture in
 `<name>.host.json`, in a Parquet capture's metadata, read once at open."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A capture through an engine's phases (DESIGN.md section 12b): a warm-up through the step
+"""A capture through an engine's phases: a warm-up through the step
 code before `cap.steps()`, which writes no row, and the steps' end once the last capture in
 steps has closed and no step is open on any thread."""
 

@@ -1,5 +1,5 @@
 """The writer refuses, naming the feature, every number lawkit's reader would refuse: one too
-large for a float, and one beyond the reader's 1e150 in magnitude (DESIGN.md section 7)."""
+large for a float, and one beyond the reader's 1e150 in magnitude."""
 
 from __future__ import annotations
 

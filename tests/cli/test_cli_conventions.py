@@ -1,4 +1,4 @@
-"""The conventions every command follows (DESIGN.md section 6, issue 23): `--format` and
+"""The conventions every command follows: `--format` and
 `--json` as one, `-q`, `-h`, `-V`, and `--config` before or after the command."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Errors by kind (DESIGN.md section 6): 2 for what a user can fix, 3 for a bug, never 1."""
+"""Errors by kind: 2 for what a user can fix, 3 for a bug, never 1."""
 
 from __future__ import annotations
 

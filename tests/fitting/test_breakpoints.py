@@ -1,4 +1,4 @@
-"""`K = auto` (DESIGN.md section 8): the breakpoint search recovers a known step and hinge, never
+"""`K = auto`: the breakpoint search recovers a known step and hinge, never
 puts K where fewer than two distinct values lie on one side, is searched again on a refit; and
 a `--where` on a factor column bounds the domain instead of selecting the law's rows."""
 

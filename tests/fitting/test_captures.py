@@ -371,7 +371,7 @@ def test_nan_in_parquet_and_nulls_are_told_apart(tmp_path: Path) -> None:
     assert chunk.problem("host_s", 2) == "empty value"
 
 
-# -- a torn last line (a writer killed mid-row) and empty cells (issue 22) -------------------
+# -- a torn last line (a writer killed mid-row) and empty cells -------------------
 
 
 @pytest.mark.parametrize(("name", "torn"), [

@@ -1,4 +1,4 @@
-"""`lawkit fit --cv COL | K` (DESIGN.md section 8): folds are whole values of COL (or whole
+"""`lawkit fit --cv COL | K`: folds are whole values of COL (or whole
 files), each refitted (an `auto` K searched again), and `fit.cv` stored per law."""
 
 from __future__ import annotations

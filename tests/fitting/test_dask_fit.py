@@ -1,4 +1,4 @@
-"""`lawkit fit --dask` (DESIGN.md section 10): the passes of a fit as maps over files and trees
+"""`lawkit fit --dask`: the passes of a fit as maps over files and trees
 of merges on a Dask cluster of worker processes, giving the local fit within a small multiple
 of cond x eps, written the same way, and unchanged when a worker dies mid-fit."""
 

@@ -1,4 +1,4 @@
-"""`lawkit fit` from the command line (DESIGN.md sections 5-8): laws, statistics, provenance,
+"""`lawkit fit` from the command line: laws, statistics, provenance,
 merging into an existing file, and every bad capture refused with nothing written."""
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_the_stored_where_is_a_mapping_or_a_filter(tmp_path: Path) -> None:
     assert [law.name for law in laws] == ["sampler_e2e_median[meta-llama/Llama-2-7b-hf]",
                                           "sampler_e2e_median[microsoft/phi-2]"]
     # batch_size is a feature of the law: its condition bounds the domain (fit.bounds) and
-    # leaves a plain mapping to select the rows (DESIGN.md section 8).
+    # leaves a plain mapping to select the rows.
     assert laws[0].where == {"tensor_parallel_degree": 1,
                              "model_name": "meta-llama/Llama-2-7b-hf"}
     assert laws[0].filter is None
@@ -387,7 +387,7 @@ def test_streaming_needs_no_selection_column(tmp_path: Path) -> None:
 def test_streaming_non_ols_methods_give_the_in_memory_result(tmp_path: Path,
                                                              method: str) -> None:
     # Every method streams now: its IRLS steps fold chunk by chunk, so the in-memory and the
-    # streamed fit agree within a small multiple of cond x eps (DESIGN.md section 8).
+    # streamed fit agree within a small multiple of cond x eps.
     ws = load_workspace()
     whole = fit_laws(_request(tmp_path, method=method), ws)
     streamed = fit_laws(_request(tmp_path, method=method, chunk_rows=3), ws)
@@ -639,7 +639,7 @@ BAD = {
                        "schedule_mean"),
     "non-numeric": (_bad_cell("abc"), "captures/cpu_overheads.csv: column schedule_median, "
                                       "row 17: 'abc' is not a number"),
-    # an empty target cell is a region not entered: left out and counted (DESIGN.md section 7)
+    # an empty target cell is a region not entered: left out and counted
     "empty": (_bad_cell("", "batch_size"), "column batch_size, row 17: empty value"),
     "NaN": (_bad_cell("NaN"), "column schedule_median, row 17: NaN is not a number"),
     "infinity": (_bad_cell("inf"), "column schedule_median, row 17: infinity is not a finite "

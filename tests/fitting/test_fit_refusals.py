@@ -1,4 +1,4 @@
-"""What `lawkit fit` refuses, up front or before writing anything (issue 23): a cross-validation
+"""What `lawkit fit` refuses, up front or before writing anything: a cross-validation
 that has nothing to leave out or scored no fold, a name a law file cannot hold, and a law file
 `lawkit check` would never read."""
 

@@ -66,7 +66,7 @@ def test_formula_of_a_law_uses_its_terms_as_they_are() -> None:
     ("y ~ a:", "ends too early"),
     ("y ~ log(a)", "unexpected character '('"),
     ("host_s = 1 + num_seqs", "unexpected character '=' at character 8 (a formula is TARGET ~ "
-     "TERMS: write '~'"),  # issue 14 item 18
+     "TERMS: write '~'"),
 ])
 def test_a_bad_formula_is_an_error_naming_it(text: str, message: str) -> None:
     with pytest.raises(FitError) as info:

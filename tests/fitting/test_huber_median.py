@@ -1,4 +1,4 @@
-"""Huber's exact MAD scale in fewer passes (issue 24): a step's first selection pass gathers
+"""Huber's exact MAD scale in fewer passes: a step's first selection pass gathers
 the values near the previous step's median and counts those below them, with no histogram, so
 the median is usually exact after one light pass over the rows instead of two, and the fit is
 the same bit for bit."""

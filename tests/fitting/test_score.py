@@ -287,7 +287,7 @@ def test_the_qwen_law_fitted_without_its_overflow_rows_fails_on_them(tmp_path: P
     assert "not scored (no matching rows): schedule_s[codellama" in result.stdout
 
 
-# -- issue 23: a gate that cannot score a law does not pass it; figures near the limits -----
+# -- a gate that cannot score a law does not pass it; figures near the limits ----------------
 
 
 def test_a_law_whose_rows_all_measure_0_fails_max_mape_instead_of_passing_it(

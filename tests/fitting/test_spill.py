@@ -1,5 +1,5 @@
 """A streamed fit parses the captures once: the first pass spills the columns to the temp
-folder, every later pass reads the spill (issue 24), with the same results, and no spill is
+folder, every later pass reads the spill, with the same results, and no spill is
 left behind by a fit that ends, fails, or was killed."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SIGTERM during a streamed fit removes its spill before the process ends as SIGTERM ends a
-process, or hands the signal to the handler the program had (issue 24: a killed fit leaves no
-spill behind)."""
+process, or hands the signal to the handler the program had (a killed fit leaves no spill
+behind)."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def _arrow_peak_of_a_streamed_csv(path: Path, rows: int) -> int:
 def test_a_streamed_csv_read_holds_a_bounded_read_ahead_while_rows_grow_tenfold(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # pyarrow's streaming CSV reader queues up to 32 blocks ahead of the consumer: with 16 MiB
-    # blocks, a 20M-row fit held 600 MiB of it (issue 13). The streamed block size bounds it.
+    # blocks, a 20M-row fit held 600 MiB of it. The streamed block size bounds it.
     assert capture_read._STREAM_BLOCK_BYTES * 32 <= 64 << 20
     block = 16 << 10
     monkeypatch.setattr(capture_read, "_STREAM_BLOCK_BYTES", block)

@@ -1,5 +1,5 @@
 """`lawkit footprint diff` as a person reads it: the units behind the verdict said plainly,
-each region's verdict (DESIGN section 12), and what a schema-1 footprint cannot see."""
+each region's verdict, and what a schema-1 footprint cannot see."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Footprints in `fit`, `rekey` and `review` on a real git repository: laws fitted with a
 footprint recorded at one commit, then three commits, each re-keying the laws, that touch only
-code that never ran, start-up code, and the step path (DESIGN section 11)."""
+code that never ran, start-up code, and the step path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading a footprint file (DESIGN section 11, "Reading footprints"): only a regular file,
+"""Reading a footprint file (docs/footprints.md): only a regular file,
 opened without blocking, at most 64 MiB on disk and 512 MiB decompressed, the decompressed
 size counted one chunk at a time before anything is parsed; anything else is exit 2 naming
 the file, and `fit --footprint` takes only a footprint inside the workspace."""

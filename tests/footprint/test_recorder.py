@@ -1,4 +1,4 @@
-"""The recorder of `lawkit footprint record` (DESIGN sections 11 and 12): sys.monitoring on
+"""The recorder of `lawkit footprint record`: sys.monitoring on
 Python 3.12+ and coverage.py on 3.11, attribution, regions, every process or none, and code that
 runs but is not hashed. Each test runs on every Python; what a version cannot do is skipped."""
 

@@ -1,4 +1,4 @@
-"""The sys.monitoring recorder on a threaded serving engine's shape (DESIGN section 12b): the step
+"""The sys.monitoring recorder on a threaded serving engine's shape: the step
 loop in a background thread that opens regions, the main thread waiting on a queue in steps with
 no region open, waking now and then to run engine code itself.
 

@@ -1,4 +1,4 @@
-"""A verdict for each law from the region it prices (DESIGN section 12), on footprints built
+"""A verdict for each law from the region it prices, on footprints built
 with the document model: a sampler-only change asks for a refit of the sampler's laws only."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each way a change could make a footprint's verdict wrong (issue 16), on a recorded engine.
+"""Each way a change could make a footprint's verdict wrong, on a recorded engine.
 
 One footprint of the stand-in engine (tests/footprint_engine) is recorded for the module; each
 test edits a fresh copy of the engine and compares it with the footprint.

@@ -1,4 +1,4 @@
-"""Cutting a source file into units (DESIGN section 11), and telling layout from code."""
+"""Cutting a source file into units, and telling layout from code."""
 
 from __future__ import annotations
 

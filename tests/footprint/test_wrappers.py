@@ -1,4 +1,4 @@
-"""Every process, or none, through wrappers (DESIGN section 11): a Python child started by
+"""Every process, or none, through wrappers: a Python child started by
 ``env``, a shell command line (``shell=True``, ``os.system``), a shell script (``bash steps.sh``,
 ``./steps.sh``) or another wrapper is noted as
 expected, so one that never checks in is refused naming the command, and one that does is

@@ -1,4 +1,4 @@
-"""check's cache is what DESIGN.md section 6 says (issue 14 item 5): budgeted by the laws
+"""check's cache is what docs/commands.md#the-cache says: budgeted by the laws
 folder's size, not read where CI is set unless --cache is given."""
 
 from __future__ import annotations

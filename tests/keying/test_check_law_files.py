@@ -1,4 +1,4 @@
-"""Which files are law files, the same for check, rekey and review (issue 14 items 2 and 3):
+"""Which files are law files, the same for check, rekey and review:
 every `*.yaml` and `*.yml` in any case; a symlinked folder below the laws folder is refused
 loudly, never skipped and never written through."""
 

@@ -1,4 +1,4 @@
-"""Workspace discovery and config validation (DESIGN.md section 3)."""
+"""Workspace discovery and config validation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A hostile or broken config is one line and exit 2, never a traceback (issue 14 item 9)."""
+"""A hostile or broken config is one line and exit 2, never a traceback."""
 
 from __future__ import annotations
 

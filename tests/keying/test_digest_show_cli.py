@@ -1,4 +1,4 @@
-"""`lawkit digest` and `lawkit show` from the command line (DESIGN.md section 6)."""
+"""`lawkit digest` and `lawkit show` from the command line."""
 
 from __future__ import annotations
 

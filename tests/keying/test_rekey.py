@@ -1,4 +1,4 @@
-"""`lawkit rekey`: two text edits per law file, verified, all or nothing (DESIGN.md §5-6)."""
+"""`lawkit rekey`: two text edits per law file, verified, all or nothing."""
 
 from __future__ import annotations
 
@@ -359,7 +359,7 @@ def test_rekey_leaves_a_law_already_at_the_target_alone_whatever_its_history(
     no_history = SMALL.replace(SMALL[SMALL.index("  provenance:"):SMALL.index("device")], "")
     laws = _workspace(tmp_path, {"a.yaml": no_history.replace(OLD, NEW)})
     result = runner.invoke(app, ["rekey", "--why", "docstring only"])
-    # left alone, but not passed as all good: check reports it unexplained (issue 14 item 17)
+    # left alone, but not passed as all good: check reports it unexplained
     assert result.exit_code == 1, result.output
     assert "unexplained: no provenance explains the key" in result.stdout
     assert (laws / "a.yaml").read_text() == no_history.replace(OLD, NEW)

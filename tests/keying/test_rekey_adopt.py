@@ -1,4 +1,4 @@
-"""`lawkit rekey --adopt`: laws written before lawkit, and laws kept by hand (issue 23): an
+"""`lawkit rekey --adopt`: laws written before lawkit, and laws kept by hand: an
 edited body gets one `adopt` entry vouching for it as it is now, so `check` passes again."""
 
 from __future__ import annotations

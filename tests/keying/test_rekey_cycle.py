@@ -1,4 +1,4 @@
-"""The workflow the project exists for, end to end in a git repository (issue 3)."""
+"""The workflow the project exists for, end to end in a git repository."""
 
 from __future__ import annotations
 

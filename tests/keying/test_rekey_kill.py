@@ -1,4 +1,4 @@
-"""A rekey killed at many points of a 1,000-file run leaves every file old or new (issue 3).
+"""A rekey killed at many points of a 1,000-file run leaves every file old or new.
 
 Each run is a real `python -m lawkit rekey` subprocess. It is frozen (SIGSTOP) at a few points
 of its progress and the folder inspected, which is exactly what a SIGKILL at that instant would

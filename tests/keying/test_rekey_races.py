@@ -1,4 +1,4 @@
-"""rekey never loses an edit saved while it runs (issue 14 item 1): just before the first file is
+"""rekey never loses an edit saved while it runs: just before the first file is
 replaced, every file is confirmed to hold the bytes that were read; a changed one is refused."""
 
 from __future__ import annotations

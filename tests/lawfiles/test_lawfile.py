@@ -1,4 +1,4 @@
-"""Loading and validating law files, and writing their values (DESIGN.md section 5)."""
+"""Loading and validating law files, and writing their values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Crashes, failed writes and concurrent runs never cost a law (issue 7).
+"""Crashes, failed writes and concurrent runs never cost a law.
 
 - A `rekey` or `fit --out` killed (SIGKILL) at any point leaves every law file old or new,
   never partial, and the next run leaves no temp file. The kill points are system calls of the

@@ -1,4 +1,4 @@
-"""The digest never follows a symlink and never hashes part of a tree (issue 7).
+"""The digest never follows a symlink and never hashes part of a tree.
 
 tests/src_digest/test_src_digest.py covers the library's rules (symlinked folders not walked, a file
 vanishing or swapped for a symlink mid-walk, an unreadable file or folder); this adds the

@@ -1,4 +1,4 @@
-"""Fuzzing at CI size: every target of scripts/fuzz.py, a few hundred cases each (issue 7).
+"""Fuzzing at CI size: every target of scripts/fuzz.py, a few hundred cases each.
 
 A target may return or raise a LawkitError whose message is one printable line; anything else
 fails here, and hypothesis shrinks it to a small input. The long run with counts per outcome is

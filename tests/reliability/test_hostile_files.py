@@ -1,4 +1,4 @@
-"""Hostile law and capture files get one clear line, exit 2, in bounded time and memory (issue 7).
+"""Hostile law and capture files get one clear line, exit 2, in bounded time and memory.
 
 Each attack runs the real `lawkit` in a subprocess under a wall-clock timeout and an address
 space limit (RLIMIT_AS), and records the time and peak memory it took (`record_property`: run
@@ -434,7 +434,7 @@ def test_a_gzip_bomb_header_is_read_no_further_than_the_header_cap(
     assert "bomb.csv.gz: " in line and ("header" in line or "field larger" in line), line
 
 
-# -- issue 23: inputs that crashed or passed in silence --------------------------------------
+# -- inputs that crashed or passed in silence --------------------------------------
 
 
 def _score(tmp_path: Path, capture: str) -> Outcome:

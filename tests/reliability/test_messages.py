@@ -1,4 +1,4 @@
-"""One line, the right exit code, never a traceback (issue 14 items 9 to 13)."""
+"""One line, the right exit code, never a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile and careless input, second round (issue 14): every verdict one a reviewer can rely
+"""Hostile and careless input, second round: every verdict one a reviewer can rely
 on, in bounded time and memory.
 
 - rekey applies the law-file cap to what it would write, not only to what it reads.
@@ -85,7 +85,7 @@ def test_review_refuses_a_huge_law_blob_by_its_size_without_reading_it(tmp_path:
     assert outcome.max_rss_mb < 150, outcome.max_rss_mb  # 300 MB never read: no timing needed
 
 
-# -- text lawkit writes reads back (issue 14 item 10) -----------------------------------------
+# -- text lawkit writes reads back -----------------------------------------
 
 UNREADABLE = "\x7f\x80\x85\x9f\u2028\u2029\ufeff\uffff\U0010ffff\x00\x1b\t\r\n\"\\ a"
 
@@ -156,7 +156,7 @@ def test_a_lone_surrogate_is_refused_in_one_line_not_written() -> None:
 
 
 
-# -- a law's filter is validated when the file is read (issue 14 item 11) ---------------------
+# -- a law's filter is validated when the file is read ---------------------
 
 
 def _bad_filter_workspace(tmp_path: Path) -> Path:
@@ -192,7 +192,7 @@ def test_show_and_rekey_refuse_a_law_whose_filter_does_not_parse(tmp_path: Path)
 
 
 
-# -- one validation for every digest lawkit writes (issue 14 item 12) -------------------------
+# -- one validation for every digest lawkit writes -------------------------
 
 
 def _captures(tmp_path: Path, atom: str | None = None) -> Path:
@@ -246,7 +246,7 @@ def test_fit_refuses_parquet_metadata_that_is_not_a_digest_naming_the_file(
                     "8 lowercase hex characters")
 
 
-# -- fraction flags: 0.1 or 10%, never 10 for 10% (issue 14 item 14) --------------------------
+# -- fraction flags: 0.1 or 10%, never 10 for 10% --------------------------
 
 
 def _score_workspace(tmp_path: Path) -> None:
@@ -310,7 +310,7 @@ def test_in_a_workspace_an_error_still_names_the_config_keys(tmp_path: Path) -> 
     assert "no lawkit.toml" not in line
 
 
-# -- rekey says what check says of a law it has nothing to do for (issue 14 item 17) ----------
+# -- rekey says what check says of a law it has nothing to do for ----------
 
 
 @pytest.mark.usefixtures("workspace")
@@ -348,7 +348,7 @@ def test_checks_fix_line_names_the_commands_or_is_left_out(tmp_path: Path) -> No
     assert len(lines) == 2 and all(": invalid: " in line for line in lines), lines
 
 
-# -- a newcomer's words (issue 14 item 18) ----------------------------------------------------
+# -- a newcomer's words ----------------------------------------------------
 
 
 def test_score_counts_one_invalid_row_dropped_in_the_singular(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A verdict for each law in `rekey` and `review` (DESIGN section 12): a law takes its verdict
+"""A verdict for each law in `rekey` and `review`: a law takes its verdict
 from the footprint's region named after its target, a file the worst of its laws', and `--require
 untouched` names each law that is not `untouched`, in every format each command has.
 

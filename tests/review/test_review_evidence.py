@@ -1,4 +1,4 @@
-"""`lawkit review` reads evidence it can stand on (DESIGN section 11): each side digested with
+"""`lawkit review` reads evidence it can stand on: each side digested with
 its own config from git objects, check's rules at head, a refit's footprint held to what `fit
 --footprint` requires, no change vouching for itself under `--require untouched`, and the files
 in hashed packages that no digest hashes listed.

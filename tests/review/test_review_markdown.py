@@ -1,4 +1,4 @@
-"""review --format markdown passes no HTML through (issue 14 item 8): a file name, a ref or a
+"""review --format markdown passes no HTML through: a file name, a ref or a
 --why holding tags is shown as text by a CommonMark renderer with HTML enabled."""
 
 from __future__ import annotations

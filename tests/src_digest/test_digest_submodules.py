@@ -1,4 +1,4 @@
-"""A submodule inside a hashed package (DESIGN.md section 4, issue 14 item 6): the work tree
+"""A submodule inside a hashed package: the work tree
 walk hashes its checked-out files like any folder's, `--rev` reads them at the recorded commit
 from the submodule's own git objects or fails naming it, and `--explain` names them as its."""
 

@@ -1,4 +1,4 @@
-"""src_digest/1 on a work tree: the DESIGN test vector, the edge cases, and its invariants."""
+"""src_digest/1 on a work tree: docs/digest.md's test vector, the edge cases, its invariants."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from src_digest import (
 
 
 def expected_digest(files: Mapping[bytes, bytes], length: int = 8) -> str:
-    """DESIGN section 4 written out by hand: relpath -> content of the files that count."""
+    """docs/digest.md written out by hand: relpath -> content of the files that count."""
     h = hashlib.sha256(b"src_digest/1\n")
     for relpath in sorted(files):
         h.update(relpath + b"\0" + hashlib.sha256(files[relpath]).digest())

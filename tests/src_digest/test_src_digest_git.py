@@ -151,7 +151,7 @@ def test_git_toplevel_at_the_top_level_has_an_empty_prefix(tmp_path: Path) -> No
 
 
 def test_a_submodule_without_its_objects_fails_naming_it_never_skipped(tmp_path: Path) -> None:
-    # DESIGN.md section 4: the work tree walk hashes a submodule's checked-out files, so --rev
+    # docs/digest.md: the work tree walk hashes a submodule's checked-out files, so --rev
     # reads them from the submodule's own objects; with none here it fails, rather than give
     # the digest of a checkout without them (tests/src_digest/test_digest_submodules.py: with them).
     from src_digest import SubmoduleError
