@@ -11,7 +11,6 @@ phases), `native` with no region open.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -22,27 +21,11 @@ import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
-from lawkit.footprint.document import (
-    DistRecord,
-    EnvironmentRecord,
-    FileRecord,
-    Footprint,
-    UnitRecord,
-    encode_footprint,
-)
-from lawkit.footprint.environment import PythonBuild
-from lawkit.footprint.units import NORMAL, codes_of, units_of
-from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
+from lawkit.footprint.document import DistRecord
+from testing.environments import footprint_bytes, make_env_repo, write_lock
 
 runner = CliRunner()
 
-SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
-BASE = {**ENGINE, **SAMPLER}
-OLD = engine_digest(BASE)
-LAWS: list[dict[str, Any]] = [
-    {"name": "sampling", "target": "sample_s", "terms": {"1": 0.0011}},
-    {"name": "scheduling", "target": "schedule_s", "terms": {"1": 0.0021}},
-]
 DISTS = {
     "torchlike": DistRecord("2.11.0", "r1", None, ("startup", "steps"), ("sample_s",),
                             ("sample_s",)),
@@ -53,35 +36,14 @@ DISTS = {
 LOCK = {"torchlike": "2.11.0", "tokenlike": "0.20.0", "idle": "1.0", "native": "5.0"}
 
 
-def footprint_bytes(unpackaged: tuple[str, ...] = (), *, environment: bool = True) -> bytes:
-    engine = {k: v for k, v in BASE.items()
-              if v is not None and k.startswith("atom/") and k.endswith(".py")}
-    files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
-        u.qualname: UnitRecord(u.digest, (), (), (),
-                               code=(codes_of(text.encode()) or {})[u.qualname], normal=NORMAL)
-        for u in units_of(text.encode())}) for rel, text in engine.items()}
-    env = EnvironmentRecord(PythonBuild("3.12.1", "cpython"), DISTS, unpackaged)
-    return encode_footprint(Footprint("atom", OLD, ("python", "run.py"), 1, files,
-                                      python="3.12.1", regions=("sample_s", "schedule_s"),
-                                      environment=env if environment else None))
-
-
 def lock(root: Path, **versions: str) -> None:
-    pins = {**LOCK, **versions}
-    (root / "requirements.txt").write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
+    write_lock(root, {**LOCK, **versions})
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
-    """Laws fitted on OLD with a footprint that recorded its environment, committed."""
-    root = init_repo(tmp_path / "repo")
-    raw = footprint_bytes()
-    fit = ("fit", {"digest": OLD, "at": "2026-11-10T09:12:44Z", "records": 100,
-                   "body": body_of(LAWS), "captures": [],
-                   "footprint": {"path": "fp.json", "sha256": hashlib.sha256(raw).hexdigest()}})
-    commit(root, {**BASE, "fp.json": raw, "laws/host.yaml": law_text(
-        OLD, "a", laws=LAWS, provenance=[fit])}, "fitted with a footprint")
-    lock(root)
+    """Laws fitted with a footprint that recorded its environment, committed."""
+    root = make_env_repo(tmp_path / "repo", DISTS, LOCK)
     here = os.getcwd()
     os.chdir(root)
     yield root
@@ -215,7 +177,7 @@ def test_rekey_env_appends_one_entry_and_later_comparisons_start_from_it(repo: P
 
 def test_a_footprint_recorded_without_its_environment_says_so_when_a_target_is_named(
         repo: Path) -> None:
-    (repo / "old.json").write_bytes(footprint_bytes(environment=False))
+    (repo / "old.json").write_bytes(footprint_bytes(DISTS, environment=False))
     assert "environment" not in lawkit("footprint", "diff", "old.json").stdout
     result = lawkit("footprint", "diff", "old.json", "--env", "requirements.txt")
     assert result.exit_code == 0, result.output

@@ -9,7 +9,6 @@ the sampler's region, `idle` never.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,27 +19,12 @@ import pytest
 from typer.testing import CliRunner
 
 from lawkit.cli import app
-from lawkit.footprint.document import (
-    DistRecord,
-    EnvironmentRecord,
-    FileRecord,
-    Footprint,
-    UnitRecord,
-    encode_footprint,
-)
-from lawkit.footprint.environment import PythonBuild
-from lawkit.footprint.units import NORMAL, codes_of, units_of
-from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
+from lawkit.footprint.document import DistRecord
+from testing.environments import make_env_repo, write_lock
+from testing.lawrepo import commit
 
 runner = CliRunner()
 
-SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
-BASE = {**ENGINE, **SAMPLER}
-DIGEST = engine_digest(BASE)
-LAWS: list[dict[str, Any]] = [
-    {"name": "sampling", "target": "sample_s", "terms": {"1": 0.0011}},
-    {"name": "scheduling", "target": "schedule_s", "terms": {"1": 0.0021}},
-]
 DISTS = {
     "torchlike": DistRecord("2.11.0", "r1", None, ("steps",), ("sample_s",), ()),
     "idle": DistRecord("1.0", "r3", None, (), (), ()),
@@ -48,36 +32,16 @@ DISTS = {
 MOVED = "changed  dist torchlike 2.11.0 -> 2.12.0  ran in steps (regions sample_s)"
 
 
-def footprint_bytes() -> bytes:
-    engine = {k: v for k, v in BASE.items()
-              if v is not None and k.startswith("atom/") and k.endswith(".py")}
-    files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
-        u.qualname: UnitRecord(u.digest, (), (), (),
-                               code=(codes_of(text.encode()) or {})[u.qualname], normal=NORMAL)
-        for u in units_of(text.encode())}) for rel, text in engine.items()}
-    env = EnvironmentRecord(PythonBuild("3.12.1", "cpython"), DISTS, ())
-    return encode_footprint(Footprint("atom", DIGEST, ("python", "run.py"), 1, files,
-                                      python="3.12.1", regions=("sample_s", "schedule_s"),
-                                      environment=env))
-
-
 def lock(root: Path, torchlike: str = "2.11.0", idle: str = "1.0") -> None:
-    (root / "requirements.txt").write_text(f"torchlike=={torchlike}\nidle=={idle}\n")
+    write_lock(root, {"torchlike": torchlike, "idle": idle})
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
     """Laws fitted with a footprint that recorded its environment, then a change that leaves
     the engine and the laws as they are."""
-    root = init_repo(tmp_path / "repo")
-    raw = footprint_bytes()
-    fit = ("fit", {"digest": DIGEST, "at": "2026-11-10T09:12:44Z", "records": 100,
-                   "body": body_of(LAWS), "captures": [],
-                   "footprint": {"path": "fp.json", "sha256": hashlib.sha256(raw).hexdigest()}})
-    commit(root, {**BASE, "fp.json": raw, "laws/host.yaml": law_text(
-        DIGEST, "a", laws=LAWS, provenance=[fit])}, "fitted with a footprint")
+    root = make_env_repo(tmp_path / "repo", DISTS, {"torchlike": "2.11.0", "idle": "1.0"})
     commit(root, {"notes.txt": "nothing that moves host time\n"}, "a note")
-    lock(root)
     here = os.getcwd()
     os.chdir(root)
     yield root
