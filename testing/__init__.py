@@ -8,6 +8,7 @@
 - `lawrepo`: the one git runner, and repositories of an engine and its law files built
   commit by commit (the review scenario).
 - `wheels`: tiny real wheels, and a venv they are installed into by pip, offline.
+- `rows`: generated capture rows with outliers, for the fitting methods' tests.
 - `environments`: a repository of laws whose footprint recorded its environment, and a lock.
 
 How each side imports them (tests never import bench/): pytest puts the repository root on

@@ -11,22 +11,16 @@ import numpy as np
 import pytest
 
 from lawkit.fitting import methods, robust, runner
+from testing.rows import outlier_rows
 
 TERMS = ("1", "a", "b")
 
 
-def _rows(n: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(11)
-    x = np.empty((n, 3), order="F")
-    x[:, 0] = 1.0
-    x[:, 1] = rng.integers(1, 257, n)
-    x[:, 2] = rng.uniform(0.0, 1e4, n)
-    y = x @ np.array([1e-3, 2e-6, 3e-8]) + rng.standard_t(3, n) * 1e-4
-    y[rng.random(n) < 0.03] *= 4.0  # outliers
-    return x, y
+def _rows() -> tuple[np.ndarray, np.ndarray]:
+    return outlier_rows(200_000, seed=11, share=0.03, factor=4.0)
 
 
-def _streamed(x: np.ndarray, y: np.ndarray) -> tuple[Any, list[Any]]:
+def _streamed(x: np.ndarray, y: np.ndarray, method: str = "huber") -> tuple[Any, list[Any]]:
     requests: list[Any] = []
 
     def each(fn: Any) -> Iterator[Any]:
@@ -35,7 +29,7 @@ def _streamed(x: np.ndarray, y: np.ndarray) -> tuple[Any, list[Any]]:
             yield methods.answer(fn.args[0], None, x[start:start + 30_000],
                                  y[start:start + 30_000], None)
 
-    return runner.run(methods.passes("huber", TERMS), each), requests
+    return runner.run(methods.passes(method, TERMS), each), requests
 
 
 def test_a_huber_step_takes_one_pass_over_the_rows() -> None:
@@ -74,22 +68,10 @@ def test_the_fit_is_the_huber_estimate_at_the_mad_of_its_own_residuals() -> None
     assert abs(float(result.scale or 0.0) / scale - 1.0) < 1e-8
 
 
-def _robust(x: np.ndarray, y: np.ndarray) -> tuple[Any, list[Any]]:
-    requests: list[Any] = []
-
-    def each(fn: Any) -> Iterator[Any]:
-        requests.append(fn.args[0])
-        for start in range(0, len(y), 30_000):
-            yield methods.answer(fn.args[0], None, x[start:start + 30_000],
-                                 y[start:start + 30_000], None)
-
-    return runner.run(methods.passes("robust", TERMS), each), requests
-
-
 def test_robust_samples_on_its_first_pass_and_checks_its_last_step_without_a_fold(
         monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = _rows()
-    result, requests = _robust(x, y)
+    result, requests = _streamed(x, y, "robust")
     assert not any(isinstance(r, methods.Sample) for r in requests)
     assert isinstance(requests[0], methods.Fold) and requests[0].sample is not None
     folds = sum(isinstance(r, methods.Fold) for r in requests)
@@ -98,7 +80,7 @@ def test_robust_samples_on_its_first_pass_and_checks_its_last_step_without_a_fol
     assert len(checks) == 1 and checks[0].buckets == () and checks[0].step is not None
     # the same fit, bit for bit, as when every step's check rides on a fold
     monkeypatch.setattr(methods, "_likely_still", lambda moves, limit: False)
-    again, requests_again = _robust(x, y)
+    again, requests_again = _streamed(x, y, "robust")
     assert (again.coef, again.scale, again.iterations) == (result.coef, result.scale,
                                                            result.iterations)
     assert sum(isinstance(r, methods.Fold) for r in requests_again) == folds + 1
@@ -107,14 +89,14 @@ def test_robust_samples_on_its_first_pass_and_checks_its_last_step_without_a_fol
 def test_a_step_the_first_rows_show_moved_is_not_checked_again_by_its_fold(
         monkeypatch: pytest.MonkeyPatch) -> None:
     x, y = _rows()
-    for fit in (_streamed, _robust):
-        result, requests = fit(x, y)
+    for method in ("huber", "robust"):
+        result, requests = _streamed(x, y, method)
         steps = [r for r in requests if isinstance(r, methods.Fold) and r.robust is not None]
         unchecked = [r for r in steps[1:] if r.step is None]
         assert len(unchecked) >= len(steps) // 2, (len(unchecked), len(steps))
         # the same fit, bit for bit, as when every fold measures its step over every row
         monkeypatch.setattr(methods, "_surely_moved", lambda rows, step, limit: None)
-        again, requests_again = fit(x, y)
+        again, requests_again = _streamed(x, y, method)
         monkeypatch.undo()
         assert (again.coef, again.scale, again.iterations) == (result.coef, result.scale,
                                                                result.iterations)

@@ -12,19 +12,13 @@ import numpy as np
 import pytest
 
 from lawkit.fitting import methods, runner
+from testing.rows import outlier_rows
 
 TERMS = ("1", "a", "b")
 
 
-def _rows(n: int = 300_000) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(7)
-    x = np.empty((n, 3), order="F")
-    x[:, 0] = 1.0
-    x[:, 1] = rng.integers(1, 257, n)
-    x[:, 2] = rng.uniform(0.0, 1e4, n)
-    y = x @ np.array([1e-3, 2e-6, 3e-8]) + rng.standard_t(3, n) * 1e-4
-    y[rng.random(n) < 0.02] *= 5.0  # outliers
-    return x, y
+def _rows() -> tuple[np.ndarray, np.ndarray]:
+    return outlier_rows(300_000, seed=7, share=0.02, factor=5.0)
 
 
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[list[float], float, int]:
