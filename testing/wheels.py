@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -69,3 +70,13 @@ def site_packages(venv: Path) -> Path:
 
 def _urlsafe_sha256(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def stdlib_shared_object() -> Path | None:
+    """A real shared object of the standard library (an extension module), to load by ctypes."""
+    for name in ("_bz2", "_json", "_struct", "_ctypes", "select", "math"):
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        if origin and origin.endswith(".so"):
+            return Path(origin)
+    return None

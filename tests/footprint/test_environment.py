@@ -4,7 +4,6 @@ versions each, installed by pip into two venvs, offline."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,19 +25,9 @@ from lawkit.footprint.environment import (
     python_build,
 )
 from lawkit.footprint.owners import distributions_of, native_libraries
-from testing.wheels import build_wheel, make_venv, pip_install, site_packages
+from testing.wheels import build_wheel, make_venv, pip_install, site_packages, stdlib_shared_object
 
 ROOT = Path(lawkit.__file__).resolve().parent.parent
-
-
-def _a_shared_object() -> Path | None:
-    """A real shared object of the standard library (an extension module), to load by ctypes."""
-    for name in ("_bz2", "_json", "_struct", "_ctypes", "select", "math"):
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        if origin and origin.endswith(".so"):
-            return Path(origin)
-    return None
 
 
 @dataclass(frozen=True)
@@ -57,7 +46,7 @@ def venvs(tmp_path_factory: pytest.TempPathFactory) -> Venvs:
     """Two venvs, built once for the module: the old one's alpha ships a shared object."""
     base = tmp_path_factory.mktemp("venvs")
     wheels = base / "wheels"
-    lib = _a_shared_object()
+    lib = stdlib_shared_object()
     native = {"libnative.so": lib.read_bytes()} if lib is not None else {}
     for version in ("1.0", "2.0"):
         build_wheel(wheels, "alpha", version, native)
@@ -218,7 +207,7 @@ def test_in_the_venvs_own_python_the_code_that_ran_maps_from_sys_path(venvs: Ven
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_a_distribution_loaded_only_by_ctypes_is_found_in_the_mapped_files(
         venvs: Venvs) -> None:
-    if _a_shared_object() is None:
+    if stdlib_shared_object() is None:
         pytest.skip("no shared object in the standard library to ship")
     assert "alpha" not in _in_venv(venvs.old)["native"]  # type: ignore[operator]
     assert "alpha" in _in_venv(venvs.old, "--load")["native"]  # type: ignore[operator]

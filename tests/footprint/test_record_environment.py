@@ -4,7 +4,6 @@ on the measured command's search path."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import pytest
 
 from lawkit.footprint.document import read_footprint
 from lawkit.footprint.environment import python_build
-from testing.wheels import build_wheel
+from testing.wheels import build_wheel, stdlib_shared_object
 
 HARNESS = """
 import ctypes, os, sys
@@ -37,23 +36,13 @@ for _ in range(3):
 """
 
 
-def _a_shared_object() -> Path | None:
-    """A real shared object of the standard library (an extension module), to load by ctypes."""
-    for name in ("_bz2", "_json", "_struct", "_ctypes", "select", "math"):
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        if origin and origin.endswith(".so"):
-            return Path(origin)
-    return None
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with four installed wheels: sampler (run in a region), idle (imported, never
     called), unused (never imported), nativelib (a shared object, loaded by ctypes only)."""
     base = tmp_path_factory.mktemp("envsite")
     wheels, target = base / "wheels", base / "site"
-    lib = _a_shared_object()
+    lib = stdlib_shared_object()
     built = [build_wheel(wheels, "sampler", "1.0", {"core.py": b"def pick(n):\n    return n\n"}),
              build_wheel(wheels, "idle", "1.0", {"core.py": b"def never():\n    return 0\n"}),
              build_wheel(wheels, "unused", "1.0"),
@@ -106,7 +95,7 @@ def test_a_distribution_run_only_in_a_region_has_that_region(engine: Path, site:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_a_distribution_loaded_only_by_ctypes_counts_everywhere(engine: Path,
                                                                 site: Path) -> None:
-    if _a_shared_object() is None:
+    if stdlib_shared_object() is None:
         pytest.skip("no shared object in the standard library to ship")
     env, _ = _environment(engine, site, "--load")
     native = env["distributions"]["nativelib"]
