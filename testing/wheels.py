@@ -44,6 +44,16 @@ def build_wheel(folder: Path, name: str, version: str,
     return wheel
 
 
+def unpack_wheels(target: Path, *wheels: Path) -> Path:
+    """Install pure-Python ``wheels`` into the folder ``target`` by unpacking them (what an
+    installer does for a purelib wheel), faster than pip; ``target`` goes on the measured
+    command's ``PYTHONPATH``."""
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(target)
+    return target
+
+
 def make_venv(folder: Path) -> Path:
     """A venv without pip at ``folder`` for this Python; its interpreter."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from lawkit.footprint.document import read_footprint
 from lawkit.footprint.environment import python_build
-from testing.wheels import build_wheel, stdlib_shared_object
+from testing.wheels import build_wheel, stdlib_shared_object, unpack_wheels
 
 HARNESS = """
 import ctypes, os, sys
@@ -48,10 +47,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
              build_wheel(wheels, "unused", "1.0"),
              build_wheel(wheels, "nativelib", "1.0",
                          {"libnative.so": lib.read_bytes()} if lib is not None else {})]
-    for wheel in built:  # a purelib wheel installs by unpacking it
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extractall(target)
-    return target
+    return unpack_wheels(target, *built)
 
 
 def _record(engine: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
