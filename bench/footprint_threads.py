@@ -1,7 +1,7 @@
 """What `lawkit footprint record` costs a threaded serving engine's short host regions.
 
 Run: .venv-3.12/bin/python bench/footprint_threads.py [--rounds 7] [--steps 150]
-     (needs `pip install markdown`; no GPU)
+     [--tree LABEL=PATH ...] (needs `pip install markdown`; no GPU)
 
 The engine is Python-Markdown, copied into a temp workspace whose digest hashes it. A step runs
 four regions of real engine code, each a Markdown conversion of its own document with its own
@@ -27,6 +27,10 @@ each, interleaved in every round:
   ``DISABLE``, ``restart_events`` at every phase switch and region enter and exit, no other
   rule;
 - ``lawkit``: the bare harness under ``lawkit footprint record``;
+- ``LABEL`` (one per ``--tree LABEL=PATH``): the bare harness under ``lawkit footprint record``
+  of the lawkit in source tree PATH (a ``git worktree`` of another commit), put first on
+  ``PYTHONPATH`` for the recorder and the measured process: the recorder before and after a
+  change, in the same rounds;
 - ``idle hook`` (threaded only): the bare harness with a no-op ``sys.setprofile`` hook on the
   waiting main thread alone, nothing recorded: what watching the idle thread per thread costs
   the engine thread before any recording (CPython 3.12+ implements ``setprofile`` with its own
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -190,25 +195,42 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def _run(root: Path, shape: str, variant: str, steps: int) -> dict[str, object]:
+def _run(root: Path, shape: str, variant: str, steps: int,
+         trees: dict[str, str] | None = None) -> dict[str, object]:
     out = root / "times.json"
-    mode = {"A/A": "bare", "lawkit": "bare", "idle hook": "hooked"}.get(variant, variant)
+    tree = (trees or {}).get(variant)
+    recorded = variant == "lawkit" or tree is not None
+    mode = "bare" if recorded or variant == "A/A" else \
+        {"idle hook": "hooked"}.get(variant, variant)
     bare = [sys.executable, "harness.py", str(out), shape, mode, str(steps)]
     argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--",
-             *bare] if variant == "lawkit" else bare)
-    subprocess.run(argv, cwd=root, check=True, capture_output=True)
+             *bare] if recorded else bare)
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
+    subprocess.run(argv, cwd=root, check=True, capture_output=True, env=env)
     doc: dict[str, object] = json.loads(out.read_text())
     return doc
 
 
-def measure(root: Path, shape: str, rounds: int, steps: int) -> dict[str, dict[str, float]]:
+def _variants(shape: str, trees: dict[str, str], skip: frozenset[str]) -> tuple[str, ...]:
+    """The variants of a shape, each tree's recorder beside lawkit's, less those skipped."""
+    variants = tuple(v for v in SHAPE_VARIANTS[shape] if v not in skip)
+    at = variants.index("lawkit")
+    return (*variants[:at], *trees, *variants[at:])
+
+
+def measure(root: Path, shape: str, rounds: int, steps: int,
+            trees: dict[str, str] | None = None,
+            skip: frozenset[str] = frozenset()) -> dict[str, dict[str, float]]:
     """Per variant and region, the median over steps and rounds of the paired ratio to bare;
     and ``"bare ms"``: each region's median bare time."""
-    variants = SHAPE_VARIANTS[shape]
+    trees = trees or {}
+    variants = _variants(shape, trees, skip)
     ratios: dict[str, dict[str, list[float]]] = {v: {r: [] for r in REGIONS} for v in variants}
     bare_ms: dict[str, list[float]] = {r: [] for r in REGIONS}
     for _ in range(rounds):
-        runs = {v: _run(root, shape, v, steps) for v in variants}
+        runs = {v: _run(root, shape, v, steps, trees) for v in variants}
         base: dict[str, list[int]] = runs["bare"]  # type: ignore[assignment]
         for region in REGIONS:
             bare_ms[region].extend(t / 1e6 for t in base[region])
@@ -226,20 +248,41 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--shapes", default="threaded,single")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
+                        help="also record with the lawkit of source tree PATH (a git worktree "
+                             "of another commit), as variant LABEL, in the same rounds")
+    parser.add_argument("--skip", default="", metavar="VARIANTS",
+                        help="variants left out, comma-separated (floor, idle hook)")
     args = parser.parse_args()
+    skip = frozenset(filter(None, args.skip.split(",")))
+    if not skip <= {"floor", "idle hook"}:
+        print(f"--skip {args.skip}: only floor and idle hook can be left out", file=sys.stderr)
+        return 2
+    trees: dict[str, str] = {}
+    for item in args.tree:
+        label, sep, path = item.partition("=")
+        if not sep or not label or label in VARIANTS or label in trees \
+                or not (Path(path) / "lawkit" / "footprint").is_dir():
+            print(f"--tree {item}: expected LABEL=PATH, a new label and a source tree with "
+                  "lawkit/footprint/ in it (git worktree add /tmp/lawkit-before <commit>)",
+                  file=sys.stderr)
+            return 2
+        trees[label] = str(Path(path).resolve())
     if sys.version_info < (3, 12):
         print("skipped: the sys.monitoring recorder and the floor need Python 3.12+")
         return 0
     with tempfile.TemporaryDirectory(prefix="lawkit-bench-threads-") as tmp:
         root = _workspace(Path(tmp))
         counts = _run(root, "single", "count", 1)
-        print(f"python {sys.version.split()[0]}, {args.rounds} rounds of "
-              f"{' / '.join(VARIANTS)} (threaded only) interleaved, {args.steps} steps each; "
+        listed = " / ".join(_variants("threaded", trees, skip))
+        note = "" if "idle hook" in skip else " (threaded only)"
+        print(f"python {sys.version.split()[0]}, {args.rounds} rounds of {listed}{note} "
+              f"interleaved, {args.steps} steps each; "
               "per region the median over steps of the paired ratio to bare")
         for shape in args.shapes.split(","):
-            result = measure(root, shape, args.rounds, args.steps)
+            result = measure(root, shape, args.rounds, args.steps, trees, skip)
             print(f"{shape}:")
-            variants = SHAPE_VARIANTS[shape][1:]
+            variants = _variants(shape, trees, skip)[1:]
             print(f"  {'region':10} {'bare ms':>8} {'codes':>6} " +
                   " ".join(f"{v:>9}" for v in variants))
             for region in REGIONS:

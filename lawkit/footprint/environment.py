@@ -16,10 +16,8 @@ import os
 import re
 import sys
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import Distribution
 from typing import Any
 
 STDLIB = "python"
@@ -220,6 +218,9 @@ def read_dist_info(meta: str) -> DistInfo | None:
             record = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         record = ""
+    # imported here, not at the top: every measured process imports this module (its build)
+    from importlib.metadata import Distribution
+
     url, editable = _direct_url(Distribution.at(meta).read_text("direct_url.json"))
     return DistInfo(canonical_name(name), version, record, url, editable)
 
@@ -260,7 +261,9 @@ def _direct_url(text: str | None) -> tuple[str | None, bool]:
 
 def local_path_of(url: str) -> str | None:
     """The local folder a ``file://`` URL names, or None."""
+    from urllib.request import url2pathname  # not at the top: measured processes import this
+
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "file":
         return None
-    return urllib.request.url2pathname(parts.path)
+    return url2pathname(parts.path)
