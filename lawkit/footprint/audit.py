@@ -9,7 +9,8 @@ A child is Python when its executable is a Python interpreter (``python``, ``pyt
 each simple command of the string, after ``&&``, ``;``, ``|``...; or of the script file a shell
 runs, ``bash steps.sh``), as the interpreter a script's ``#!`` line names (``./steps.sh``,
 ``./run.py``), or as the command a wrapper runs (``env``, ``timeout``, ``nice``...; a path to an
-interpreter among the words of any other command). A script file's name is taken from the
+interpreter among the words of any other command but those that only read their files,
+``file``, ``ldd``, ``cat``...). A script file's name is taken from the
 child's working directory, after any ``cd DIR`` of the line that runs it. A Python child
 started with an environment that lacks the recording's variables, or with ``-I``, ``-E`` or
 ``-S``, cannot be measured: it is noted with the reason, and `record` refuses. Every other
@@ -45,6 +46,13 @@ _WRAPPERS = {"env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl",
              "valgrind", "perf", "gdb", "catchsegv", "mpirun", "mpiexec", "srun", "systemd-run",
              "firejail", "uv", "watch", "script", "faketime", "fakeroot", "proot"}
 """Commands that run another command, maybe with another environment."""
+_READERS = {"file", "ldd", "readelf", "objdump", "nm", "strings", "stat", "ls", "cat", "head",
+            "tail", "du", "wc", "cmp", "diff", "sha1sum", "sha256sum", "md5sum", "cksum",
+            "which", "realpath", "readlink", "basename", "dirname", "test", "[", "cp", "ln",
+            "chmod", "touch", "grep", "echo", "printf"}
+"""Commands that only read, name or copy the files they are given, never run them: a path
+to an interpreter among their words is not a Python child (torch's compiler runs
+``file -b /usr/bin/python3.12``)."""
 _OPERATORS = "();<>|&\n"
 _DEPTH = 8  # shells, script files and #! lines within one another
 _SCRIPT_BYTES = 1 << 20
@@ -214,6 +222,8 @@ class ChildWatch:
                 # else a wrapper's option, its value, or an assignment (env FOO=1)
             elif name in _PREFIXES:
                 continue
+            elif name in _READERS:
+                return
             else:  # another command: Python where one of its words is an interpreter's path
                 for j in range(i + 1, len(words)):
                     if (os.sep in words[j] and self._is_python(words[j])

@@ -113,6 +113,8 @@ def _noted(how: str, *args: Any) -> list[list[str]]:
      [["pypy3", "-c", "pass"]]),
     ("exec", ("/usr/bin/git", ["git", "commit", "-m", "python"]), []),
     ("exec", ("/opt/launcher", ["launcher", "--np", "2", PY, "x.py"]), [[PY, "x.py"]]),
+    ("exec", ("/usr/bin/file", ["file", "-b", PY]), []),  # torch.compile's inductor runs it
+    ("system", (f"ldd {PY} | grep libpython",), []),
 ])
 def test_the_python_commands_a_shell_line_or_a_wrapper_starts(
         how: str, args: tuple[Any, ...], expected: list[list[str]]) -> None:
