@@ -98,7 +98,8 @@ def law_verdict(regions: Iterable[str], changes: Iterable[UnitChange],
     start-up in ``"*"`` or in R; else ``untouched``. Layout-only changes count for nothing.
     The environment's differences (``env``) count as changed units with the phases and regions
     their distribution ran in; with ``env.strict`` (``--require untouched``), code that ran
-    from no distribution makes every law ``unknown``.
+    from no distribution (outside the workspace: its own code is never listed) makes every law
+    ``unknown``.
     """
     units = list(changes) + ([e.unit() for e in env.changes] if env is not None else [])
     if env is not None and env.strict and env.unpackaged:
@@ -153,6 +154,8 @@ def worst_verdict(verdicts: Iterable[str]) -> str:
 
 ENV_PATH = "<environment>"
 """Where an environment difference's `UnitChange` says it is."""
+_NAMED_PATHS = 3
+"""Up to this many paths of code from no distribution, a line names each of them."""
 NOT_COMPARED = ("environment: not compared (set [tool.lawkit] environment, or pass --env "
                 "current or --env FILE)")
 """The one line a report gives where a footprint has an environment and no target is set."""
@@ -201,16 +204,56 @@ class EnvComparison:
         if self.source is None:
             return [NOT_COMPARED]
         out = [e.line() for e in self.changes]
-        if self.strict and self.unpackaged:
-            n = len(self.unpackaged)
-            out.append(printable(
-                f"unknown  {n} file{'s' if n != 1 else ''} of code from no distribution ran "
-                f"({self.unpackaged[0]}{', ...' if n > 1 else ''}): every law counts as "
-                "unknown under --require untouched"))
+        unknown = self.unpackaged_line()
+        if unknown is not None:
+            out.append(unknown)
         return out or [printable(f"environment: no distribution that ran differs in "
                                  f"{self.source}")]
+
+    def unpackaged_line(self) -> str | None:
+        """Under ``--require untouched``, the one line saying which code from no distribution
+        ran (it makes every law ``unknown``: no target pins it) and what to do; None when
+        none ran or nothing is required."""
+        reason = self._unpackaged_reason()
+        return None if reason is None else f"unknown  {reason}"
+
+    def _unpackaged_reason(self) -> str | None:
+        if not (self.strict and self.unpackaged):
+            return None
+        named = ", ".join(self.unpackaged[:_NAMED_PATHS])
+        more = len(self.unpackaged) - _NAMED_PATHS
+        if more > 0:
+            named += f" and {more} more"
+        return printable(
+            f"code from no distribution ran: {named}: no environment pins it, so every law "
+            "counts as unknown under --require untouched; install it as a distribution, or "
+            "move it into the workspace or the hashed files, then record the footprint again "
+            "(one recorded by an older lawkit lists the workspace's own code too)")
+
+    def reason(self, code_moves: bool) -> str | None:
+        """Why the environment makes a verdict not untouched, and what to do, on one line:
+        the code from no distribution that ran (under ``--require untouched``), else the
+        differences where the engine's code moves no law (``code_moves`` False); None when
+        the engine's code is the reason, or the environment moves nothing."""
+        unpackaged = self._unpackaged_reason()
+        if unpackaged is not None:
+            return unpackaged
+        if code_moves or not self.changes or self.source is None:
+            return None
+        return printable(f"the environment {self.source} differs from the footprint's: "
+                         f"{'; '.join(e.line() for e in self.changes)}: refit from captures "
+                         "taken there, or if the laws still hold accept it with lawkit rekey "
+                         "--env --why TEXT")
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as in ``--json`` outputs."""
         return {"target": self.source, "changes": [e.to_json() for e in self.changes],
                 "unpackaged": list(self.unpackaged)}
+
+
+def moved_reason(units: Iterable[UnitChange], env: EnvComparison | None) -> str:
+    """Why a footprint verdict is not untouched, and what to do, on one line: the
+    environment's reason (`EnvComparison.reason`), else the engine's changed code."""
+    code_moves = verdict_of(units) != "untouched"
+    return (env.reason(code_moves) if env is not None else None) or \
+        "the change touches code the capture runs executed: refit from fresh captures"

@@ -86,6 +86,11 @@ class Owners:
                              for k in ("stdlib", "platstdlib"))
         self._own = _lawkit_folders()
 
+    @property
+    def site(self) -> tuple[str, ...]:
+        """The folders distributions are installed in (each ending in a separator)."""
+        return self._site
+
     def attribute(self, paths: Iterable[str]) -> Attribution:
         """What each path belongs to (see `Attribution`)."""
         owners: dict[str, str] = {}

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -298,8 +298,9 @@ def build_environment(ws: Workspace, hashed: dict[str, str],
                       measurement: Measurement) -> EnvironmentRecord:
     """The environment of a measurement: each distribution whose Python code ran (where it
     ran, as for a unit) or whose shared object was mapped (in every context its process was
-    in), the code that ran from no distribution, and the Python build. The hashed files and the
-    hashed packages' folders are left out before attribution."""
+    in), the code that ran from no distribution and from outside the workspace's own folder,
+    and the Python build. The hashed files and the hashed packages' folders are left out
+    before attribution."""
     root = os.path.realpath(ws.digest.root)
     packages = tuple(os.path.join(root, *p.split("/"), "") for p in ws.digest.packages)
 
@@ -331,12 +332,24 @@ def build_environment(ws: Workspace, hashed: dict[str, str],
     for path, where in ran.items():
         if sort_phases({p for p, _ in where}):
             counted.add(os.path.realpath(path))
-    unpackaged = tuple(p for p in code.unpackaged if p in counted)
+    own = _own_code(ws, owners)
+    unpackaged = tuple(p for p in code.unpackaged if p in counted and not own(p))
     python = python_build()
     if measurement.python is not None:
         with contextlib.suppress(ValueError):  # a build the process could not describe
             python = PythonBuild.from_json(measurement.python)
     return EnvironmentRecord(python, dists, unpackaged, measurement.env_everywhere)
+
+
+def _own_code(ws: Workspace, owners: Owners) -> Callable[[str], bool]:
+    """Whether a real path is the workspace's own code: under the folder of its config file
+    (the repository of the laws, which versions and reviews it, as it does the hashed files),
+    and not in a folder distributions are installed in (a ``.venv`` inside it is environment).
+    Without a config file there is no such folder: nothing is."""
+    if ws.config_path is None:
+        return lambda path: False
+    root = os.path.join(os.path.realpath(ws.config_path.parent), "")
+    return lambda path: path.startswith(root) and not path.startswith(owners.site)
 
 
 def _linked(by_path: dict[str, str], tree: SourceTree,

@@ -48,8 +48,9 @@ class CheckReport:
     problems: list[Problem] = field(default_factory=list)
     verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     """Each stale file's footprint verdict where it names a footprint and the verdict is known
-    (docs/footprints.md), with the laws whose verdict is not untouched, each with its own
-    (`sampling (sample_s) steps`): what the fix line recommends, a re-key or a refit."""
+    (docs/footprints.md), and each file's whose environment differs, with the laws whose
+    verdict is not untouched, each with its own (`sampling (sample_s) steps`): for a stale
+    file, what the fix line recommends, a re-key or a refit."""
     laws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Each of those files' laws with its verdict, as `rekey` and `review` give them."""
 
@@ -181,10 +182,10 @@ def _env_problems(v: FileVerdict) -> list[Problem]:
 
 def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckReport,
                   stale: set[str], env: EnvSpec | None = None) -> None:
-    """The footprint verdict of stale files that name a footprint, against the work tree and
-    the target environment, and each of their laws' (the verdicts `rekey` and `review` give);
-    files whose verdict is unknown are left out. Each file's differences of the environment
-    are problems of their own."""
+    """The footprint verdict of stale files that name a footprint, and of files whose
+    environment differs, against the work tree and the target environment, and each of their
+    laws' (the verdicts `rekey` and `review` give); files whose verdict is unknown are left
+    out. Each file's differences of the environment are problems of their own."""
     from lawkit.footprint.history import git_old_source
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying.footprints import verdicts_of
@@ -192,8 +193,9 @@ def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckRe
     judged = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
                          old_source=git_old_source(ws.digest), env=env)
     for v in judged:
-        report.problems.extend(_env_problems(v))
-        if v.verdict == "unknown" or v.path not in stale:
+        moved = _env_problems(v)
+        report.problems.extend(moved)
+        if v.verdict == "unknown" or (v.path not in stale and not moved):
             continue
         report.verdicts[v.path] = (v.verdict, tuple(
             f"{law.name} ({law.target}) {law.verdict}" for law in v.laws

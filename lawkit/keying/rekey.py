@@ -489,6 +489,7 @@ def _verdicts(ws: Workspace, files: list[tuple[str, bytes]], require: str | None
     The work tree is read only when a file names a footprint, and without `require` a file is
     parsed again (for its laws' names) only then."""
     from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.lawverdict import moved_reason
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying import footprints
 
@@ -505,7 +506,7 @@ def _verdicts(ws: Workspace, files: list[tuple[str, bytes]], require: str | None
         laws = "; ".join((f"in {file}: " if i else "") + ", ".join(named)
                          for i, (file, named) in enumerate(by_file.items()))
         fix = "fit it with --footprint" if first.diff is None else \
-            "the change touches code the capture runs executed: refit from fresh captures"
+            moved_reason(first.diff.units, first.diff.env)
         raise RefusalError(f"--require {require}: {len(bad)} law{'s' if len(bad) != 1 else ''} "
                            f"not {require}: {laws}; footprint verdict {first.summary()}; {fix}; "
                            "nothing was written", path=first.path)

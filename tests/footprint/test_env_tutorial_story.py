@@ -8,9 +8,10 @@ The copy of the engine is changed in two places only: the sampler imports and ca
 calling it) and loads `nativelib`'s shared object by ctypes. `unused` is installed and pinned,
 never imported. One recording serves every test; each test works on its own copy of it.
 
-The harness (engine/run_steps.py) is outside the hashed package, so it is recorded as code from
-no distribution (`unpackaged`), and under `--require untouched` that makes every law `unknown`
-(docs/footprints.md): the strict xfail below is the story's expectation that it does not.
+The harness (engine/run_steps.py) is outside the hashed package but inside the workspace: the
+workspace's own code, versioned by the laws' repository, so it is not recorded as code from no
+distribution (`unpackaged`), which under `--require untouched` would make every law `unknown`
+(docs/footprints.md). A module from a folder outside the workspace on PYTHONPATH still is.
 """
 
 from __future__ import annotations
@@ -87,28 +88,34 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (ws / "lawkit.toml").write_text(CONFIG)
     shutil.copy(REPO / "examples" / "sarathi-a100" / "captures.csv", ws / "fit.csv")
     write_lock(ws, PINS)
-    env = {**os.environ, "HOME": str(base), "PYTHONPATH": os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, "-m", "lawkit", "footprint", "record", "--out",
-                           "footprint.json", "--", sys.executable, "engine/run_steps.py"],
-                          cwd=ws, env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ws)
         mp.setenv("HOME", str(base))
-        for args in (["--formula", "schedule_s ~ 1 + batch_size", "--by", "model,tp",
-                      "--method", "robust", "--label", "gpu=a100"],
-                     ["--formula", "sampler_s ~ 1 + batch_size", "--where",
-                      'model == "microsoft/phi-2" and tp == 1',
-                      "--name", "sampler_s[microsoft/phi-2,1]"]):
-            fitted = runner.invoke(app, ["fit", "fit.csv", "--out", "laws/a100.yaml",
-                                         "--captured-on", "current",
-                                         "--footprint", "footprint.json", *args])
-            assert fitted.exit_code == 0, fitted.output
+        record_and_fit(ws, site)
     init_repo(ws, config=None)
     commit(ws, {}, "host laws, fitted with the footprint of their capture run")
     commit(ws, {"notes.txt": "nothing that moves host time\n"}, "a note")
     return ws
+
+
+def record_and_fit(ws: Path, *search: Path) -> None:
+    """Record the harness with ``search`` on PYTHONPATH, and fit the tutorial's laws with that
+    footprint as the tutorial does (seven laws), from the working directory ``ws``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [*map(str, search), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-m", "lawkit", "footprint", "record", "--out",
+                           "footprint.json", "--", sys.executable, "engine/run_steps.py"],
+                          cwd=ws, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    for args in (["--formula", "schedule_s ~ 1 + batch_size", "--by", "model,tp",
+                  "--method", "robust", "--label", "gpu=a100"],
+                 ["--formula", "sampler_s ~ 1 + batch_size", "--where",
+                  'model == "microsoft/phi-2" and tp == 1',
+                  "--name", "sampler_s[microsoft/phi-2,1]"]):
+        fitted = runner.invoke(app, ["fit", "fit.csv", "--out", "laws/a100.yaml",
+                                     "--captured-on", "current",
+                                     "--footprint", "footprint.json", *args])
+        assert fitted.exit_code == 0, fitted.output
 
 
 @pytest.fixture
@@ -150,6 +157,8 @@ def test_the_recording_places_each_distribution_and_the_laws_name_it(recorded: P
     assert (spare["phases"], spare["regions"]) == (["startup"], [])
     assert "unused" not in dists
     assert {name: d["version"] for name, d in dists.items()}.items() <= PINS.items()
+    # the harness is the workspace's own code (engine/run_steps.py), not code of no distribution
+    assert doc["environment"]["unpackaged"] == []
     laws = (recorded / "laws" / "a100.yaml").read_text()
     assert laws.count("footprint: {path: \"footprint.json\"") == 2  # each fit names it
 
@@ -177,6 +186,12 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     assert [(p["kind"], p["path"]) for p in as_json["problems"]] == [
         ("environment", "laws/a100.yaml")]
     assert f"laws/a100.yaml: environment: {as_json['problems'][0]['message']}" == problem
+    # each law's verdict, as for a digest change: the file's is the worst of its laws'
+    verdicts = as_json["verdicts"]
+    assert list(verdicts) == ["laws/a100.yaml"] and verdicts["laws/a100.yaml"]["verdict"] == "steps"
+    assert {f'{law["name"]} ({law["target"]})': law["verdict"]
+            for law in verdicts["laws/a100.yaml"]["laws"]} == {
+        **dict.fromkeys(SCHEDULER_LAWS, "untouched"), SAMPLER_LAW: "steps"}
     github = lawkit("check", "--format", "github").stdout.splitlines()
     assert github[0] == f"::error file=laws/a100.yaml::{problem.split(': ', 1)[1]}"
 
@@ -198,18 +213,56 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
                line for line in review.stdout.splitlines())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the tutorial's harness (engine/run_steps.py, outside the hashed package by design) is "
-    "recorded as unpackaged code, and under --require untouched with an environment target "
-    "unpackaged code makes every law unknown: rekey and review name all seven laws"))
 def test_require_untouched_names_only_the_law_the_environment_moves(ws: Path) -> None:
+    assert lawkit("rekey", "--env", "--why", "nothing", "--require", "untouched").exit_code == 0
+    review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
+                    "untouched", "--json")
+    assert (review.exit_code, json.loads(review.stdout)["findings"]) == (0, [])
     bump(ws, pickfast="1.1")
     refused = lawkit("rekey", "--env", "--why", "pickfast 1.1", "--require", "untouched")
+    assert refused.exit_code == 2, refused.output
     assert f"{SAMPLER_LAW} steps" in refused.output
     assert not any(law in refused.output for law in SCHEDULER_LAWS)
+    # the reason is the environment, not the engine's code
+    assert ("the environment requirements.txt differs from the footprint's: changed  dist "
+            "pickfast 1.0 -> 1.1  ran in steps (regions sampler_s): refit from captures taken "
+            "there") in " ".join(refused.output.split("\n"))
+    assert "touches code" not in refused.output
     review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
                     "untouched", "--json")
     assert [f["kind"] for f in json.loads(review.stdout)["findings"]] == ["environment"]
+
+
+def test_code_from_outside_the_workspace_and_any_distribution_makes_every_law_unknown(
+        ws: Path, recorded: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"  # beside the workspace, not in it
+    outside.mkdir()
+    (outside / "stray.py").write_text("def tick():\n    return 1\n")
+    edit = ("import spare.core  # imported at start-up, never called\n",
+            "import spare.core  # imported at start-up, never called\nimport stray\n")
+    harness = ws / "engine" / "run_steps.py"
+    assert harness.read_text().count(edit[0]) == 1
+    harness.write_text(harness.read_text().replace(*edit))
+    record_and_fit(ws, recorded.parent / "site", outside)
+    stray = os.path.realpath(outside / "stray.py")
+    assert json.loads((ws / "footprint.json").read_text())["environment"]["unpackaged"] == [
+        stray]
+    commit(ws, {}, "refit with the stray module")
+    commit(ws, {"notes.txt": "a second note\n"}, "a note")
+    assert lawkit("check").exit_code == 0  # only --require untouched counts it
+
+    refused = lawkit("rekey", "--env", "--why", "nothing", "--require", "untouched")
+    assert refused.exit_code == 2, refused.output
+    text = " ".join(refused.output.split("\n"))
+    assert all(f"{law} unknown" in text for law in LAWS), text
+    assert (f"code from no distribution ran: {stray}: no environment pins it, so every law "
+            "counts as unknown under --require untouched; install it as a distribution, or move "
+            "it into the workspace or the hashed files") in text
+    review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
+                    "untouched", "--json")
+    findings = json.loads(review.stdout)["findings"]
+    assert review.exit_code == 1 and {f["kind"] for f in findings} == {"environment"}
+    assert all(f"code from no distribution ran: {stray}:" in f["message"] for f in findings)
 
 
 def test_a_distribution_never_imported_moves_nothing_one_imported_only_moves_startup(
