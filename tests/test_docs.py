@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -174,6 +175,22 @@ def test_no_page_points_outside_the_repository() -> None:
                if re.search(r"\bDESIGN\b", line)]
     assert not outside, ("these lines send the reader to DESIGN, which is not in the "
                          f"repository; link a page of docs/ instead: {', '.join(outside)}")
+
+
+def test_no_file_outside_the_tests_points_at_the_design_notes_or_an_issue_number() -> None:
+    """Code, examples, benches and scripts send a reader to docs/, never to notes outside the
+    repository (the tests that forbid such references name them)."""
+    root = README.parent
+    listed = subprocess.run(["git", "ls-files", "-z", "--", "lawkit", "src_digest", "examples",
+                             "bench", "scripts", "testing", ".ci", "pyproject.toml"],
+                            cwd=root, capture_output=True, check=True).stdout.split(b"\0")
+    found = [f"{name.decode()}:{number}"
+             for name in listed if name
+             for number, line in enumerate(
+                 (root / name.decode()).read_text(encoding="utf-8", errors="replace")
+                 .splitlines(), 1)
+             if re.search(r"\bDESIGN\b|\b[Ii]ssue [0-9]", line)]
+    assert not found, f"these lines point outside the repository: {', '.join(found)}"
 
 
 def test_every_figure_of_the_performance_page_names_its_command() -> None:

@@ -7,7 +7,7 @@ Outside the hashed package `atom/`, so it may import lawkit. `cap.steps()` marks
 steps begin (`lawkit.footprint.phase("steps")`), and each step times the host regions the
 Sarathi-Serve captures have a column for, around the stand-in's scheduler, input preparation
 (in the worker process), sampler and output processing. Under `lawkit footprint record` one run
-gives both the captures and the footprint, with each unit's regions (DESIGN.md section 12).
+gives both the captures and the footprint, with each unit's regions (docs/footprints.md).
 """
 
 import sys
