@@ -9,11 +9,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
 
+from testing.wheels import make_venv, site_packages
 from testing.workspaces import make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,10 +32,6 @@ def _documented_install(extra: str = "") -> list[str]:
     raise AssertionError(f"docs/adopting.md gives no `pip install {PLACEHOLDER}{extra}` line")
 
 
-def _site_packages(env: Path) -> Path:
-    return next((env / "lib").glob("python3*/site-packages"))
-
-
 def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
@@ -43,17 +39,19 @@ def _size_mb(folder: Path) -> float:
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(a venv holding lawkit installed as docs/adopting.md says, by its path, an empty venv), made
-    once for the module."""
+    once for the module. Neither venv holds pip: this Python's pip installs into the core one
+    (`pip --python`), which saves seeding pip twice and leaves the same size to compare."""
     base = tmp_path_factory.mktemp("venvs")
     source = base / "src"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
         ".venv*", ".git", "*.egg-info", "build", "__pycache__", ".*_cache"))
     empty, env = base / "empty", base / "core"
-    venv.create(empty, with_pip=True)
-    venv.create(env, with_pip=True)
-    words = [str(source) if word == PLACEHOLDER else word for word in _documented_install()]
-    subprocess.run([env / "bin" / "python", "-m", *words, "-q", "--disable-pip-version-check"],
-                   check=True)
+    make_venv(empty)
+    python = make_venv(env)
+    pip, install, *rest = [str(source) if word == PLACEHOLDER else word
+                           for word in _documented_install()]
+    subprocess.run([sys.executable, "-m", pip, "--python", str(python), install, *rest, "-q",
+                    "--disable-pip-version-check"], check=True)
     return env, empty
 
 
@@ -71,10 +69,10 @@ def _run(env: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_core_install_holds_no_fitting_library_and_stays_small(
         core: tuple[Path, Path]) -> None:
     env, empty = core
-    site = _site_packages(env)
+    site = site_packages(env)
     for heavy in ("numpy", "scipy", "pandas", "pyarrow", "matplotlib", "dask"):
         assert not (site / heavy).exists(), heavy
-    grown = _size_mb(site) - _size_mb(_site_packages(empty))
+    grown = _size_mb(site) - _size_mb(site_packages(empty))
     assert grown <= CORE_BUDGET_MB, f"the core install adds {grown:.1f} MB"
 
 
