@@ -133,8 +133,9 @@ class EnvironmentRecord:
     whose native library was loaded (by canonical name; neither ``python``, the standard
     library, nor lawkit), and the real paths of code that ran from no distribution, from no
     hashed file and from outside the workspace (``unpackaged``: the workspace's own code, such
-    as a capture harness, is versioned by its repository). ``everywhere``: each distribution was counted as run in every
-    phase and region in which the process ran, not seen per region (a 3.11 recording)."""
+    as a capture harness, is versioned by its repository). ``everywhere``: each distribution
+    was counted as run in every phase and region in which the process ran, not seen per region
+    (a 3.11 recording)."""
 
     python: PythonBuild
     distributions: Mapping[str, DistRecord]
