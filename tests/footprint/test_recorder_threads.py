@@ -89,3 +89,48 @@ def test_a_generator_of_the_engine_thread_resumed_by_the_idle_main_thread_is_rec
     doc = recorded(engine, ENGINE.replace("sys.argv[1:] == [\"generator\"]", "True"))
     assert _regions(doc, "atom/gen.py", "numbers") == ["*", "schedule_s"]
     assert _regions(doc, "atom/helpers.py", "helper") == ["schedule_s"]
+
+
+SIGNALLED = """\
+import queue, signal, threading
+import lawkit.footprint as fp
+from atom.helpers import helper
+
+def on_usr1(signum, frame):
+    helper(-1)  # the main thread runs engine code inside its wait: steps, no region open
+
+signal.signal(signal.SIGUSR1, on_usr1)
+done, handled = queue.Queue(), threading.Event()
+main = threading.main_thread().ident
+
+def engine():
+    for i in range(20):
+        with fp.region("schedule_s"):
+            helper(i)
+            if i == 10:  # the main thread is blocked in done.get(): interrupt its wait
+                signal.pthread_kill(main, signal.SIGUSR1)
+                handled.wait(10)
+    done.put(True)
+
+thread = threading.Thread(target=engine, name="engine")
+fp.phase("steps")
+thread.start()
+while not done.qsize():
+    try:
+        done.get(timeout=30)
+        break
+    finally:
+        handled.set()
+thread.join()
+"""
+
+
+def test_a_signal_handler_run_inside_the_idle_main_threads_wait_is_recorded(
+        engine: Path) -> None:
+    """A main thread blocked in a wait runs no Python code until the wait returns, except a
+    signal handler, which runs at the first bytecode after the interrupted wait, inside any
+    monitoring callback that comes first (where no event fires): a recorder that took the
+    waiting thread as idle and watched its wake-up with a callback (CALL and C_RETURN events on
+    threading's waits) missed this run; the handler's run counts for every law."""
+    doc = recorded(engine, SIGNALLED)
+    assert _regions(doc, "atom/helpers.py", "helper") == ["*", "schedule_s"]
