@@ -1,7 +1,8 @@
 """Fixtures every test shares: its own temp folder, $HOME and git, and the usual workspaces.
 
 Plain helpers (no fixture) live in testing/ (testing/__init__.py says which module holds
-what); each wing's own fixtures in tests/<wing>/conftest.py.
+what); each wing's own fixtures in tests/<wing>/conftest.py. The slowest modules run first,
+shared out between the xdist workers (`pytest_collection_modifyitems`).
 """
 
 from __future__ import annotations
@@ -49,3 +50,57 @@ def stale_workspace(tmp_path: Path) -> Workspace:
 def git_workspace(tmp_path: Path) -> Path:
     """The `workspace` committed on branch main of a git repository in the test's folder."""
     return make_git_workspace(tmp_path)
+
+
+# The modules that take longest, with their seconds on a loaded 2-core machine (bash scripts/test
+# --durations=0, setup and calls summed); a module left out only runs later. Longest first, so
+# that none of them starts last while the other worker has nothing left to do.
+SLOW_MODULES = {
+    "tests/cli/test_precommit_hook.py": 36,  # pre-commit builds its environment: pip
+    "tests/reliability/test_crashes.py": 30,
+    "tests/test_readme_tutorial.py": 30,
+    "tests/reliability/test_hostile_files.py": 26,
+    "tests/capture/test_capture.py": 22,
+    "tests/fitting/test_solve.py": 20,
+    "tests/cli/test_light_imports.py": 20,
+    "tests/fitting/test_dask_fit.py": 20,
+    "tests/footprint/test_footprint_review.py": 18,
+    "tests/footprint/test_recorder.py": 18,
+    "tests/footprint/test_wrappers.py": 17,
+    "tests/cli/test_core_install.py": 16,  # pip installs the core into a venv
+    "tests/fitting/test_spill.py": 14,
+    "tests/fitting/test_streaming.py": 10,
+    "tests/fitting/test_crossval.py": 10,
+    "tests/reliability/test_fuzz.py": 10,
+    "tests/test_code_quality.py": 5,  # ruff and mypy over the repository
+}
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselects: the count is the one xdist shares out
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The SLOW_MODULES first, each whole (its module fixtures built once), shared out between
+    the xdist workers by their seconds: xdist's load scheduler sends each worker in turn a first
+    chunk of consecutive tests, a quarter of its share (xdist.scheduler.load), so each worker's
+    slow modules go at the start of its chunk; later tests go to whichever worker runs short."""
+    modules: dict[str, list[pytest.Item]] = {}
+    rest = []
+    for item in items:
+        name = item.nodeid.split("::", 1)[0]
+        if name in SLOW_MODULES:
+            modules.setdefault(name, []).append(item)
+        else:
+            rest.append(item)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    lanes: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    seconds = [0] * workers
+    for name in sorted(modules, key=lambda n: -SLOW_MODULES[n]):
+        lane = seconds.index(min(seconds))
+        lanes[lane] += modules[name]
+        seconds[lane] += SLOW_MODULES[name]
+    chunk = max(len(items) // workers // 4, 2)
+    order: list[pytest.Item] = []
+    for lane in lanes:
+        fill = max(chunk - len(lane), 0) if len(lanes) > 1 else 0
+        order += lane + rest[:fill]
+        rest = rest[fill:]
+    items[:] = order + rest
