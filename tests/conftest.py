@@ -94,9 +94,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     lanes: list[list[pytest.Item]] = [[] for _ in range(workers)]
     seconds = [0] * workers
     for name in sorted(modules, key=lambda n: -SLOW_MODULES[n]):
-        lane = seconds.index(min(seconds))
-        lanes[lane] += modules[name]
-        seconds[lane] += SLOW_MODULES[name]
+        least = seconds.index(min(seconds))
+        lanes[least] += modules[name]
+        seconds[least] += SLOW_MODULES[name]
     chunk = max(len(items) // workers // 4, 2)
     order: list[pytest.Item] = []
     for lane in lanes:
