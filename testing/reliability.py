@@ -231,6 +231,8 @@ class Scenario:
     new: dict[str, bytes]
     seconds: float
     """How long a complete run took."""
+    write_calls: int = 0
+    """How many write calls it made (`count_write_calls`, from the same run)."""
 
     @classmethod
     def make(cls, root: Path, args: list[str], files: list[str]) -> Scenario:
@@ -242,15 +244,15 @@ class Scenario:
         shutil.rmtree(reference, ignore_errors=True)
         shutil.copytree(root, reference, symlinks=True)
         start = time.monotonic()
-        done = subprocess.run([*LAWKIT, *args], cwd=reference, capture_output=True, text=True,
-                              check=False)
+        done = lawkit_until_killed(args, 0, cwd=reference)  # to the end, counting write calls
         seconds = time.monotonic() - start
         assert done.returncode == 0, done.stderr
+        write_calls = int(done.stderr.rsplit("write calls: ", 1)[1])
         new = {f: _normalized((reference / f).read_bytes()) for f in files}
         assert all(new[f] != (_normalized(old[f]) if old[f] is not None else None)
                    for f in files), "the command changed nothing: no crash trial to run"
         shutil.rmtree(reference)
-        return cls(root, args, old, new, seconds)
+        return cls(root, args, old, new, seconds, write_calls)
 
     def restore(self) -> None:
         """Put every file back as it was before the command, and remove stray temp files."""

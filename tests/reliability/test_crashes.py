@@ -31,7 +31,7 @@ from lawkit import fsio
 from lawkit.cli import app
 from lawkit.fsio import TEMP_PREFIX
 from lawkit.keying import rekey
-from testing.reliability import LAWKIT, Scenario, count_write_calls, one_line_exit_2
+from testing.reliability import LAWKIT, Scenario, one_line_exit_2
 from testing.workspaces import make_workspace
 
 runner = CliRunner()
@@ -68,16 +68,18 @@ def _trials(scenario: Scenario, points: list[int], times: list[float], *,
     return ended
 
 
+# Stress: more kill points and random times of the same rekey (scripts/test leaves it to CI).
+@pytest.mark.parametrize(("points", "times"), [(5, 1),
+                                               pytest.param(9, 3, marks=pytest.mark.stress)])
 def test_a_rekey_killed_before_any_write_call_leaves_each_file_old_or_new(
-        tmp_path: Path) -> None:
+        tmp_path: Path, points: int, times: int) -> None:
     make_workspace(tmp_path, 3, stale=True)
     scenario = Scenario.make(tmp_path, REKEY, _law_names(tmp_path))
-    total = count_write_calls(REKEY, cwd=tmp_path)
-    scenario.restore()
+    total = scenario.write_calls
     rng = random.Random(7)
-    ended = _trials(scenario, _spread(total, 9, rng),
-                    [rng.uniform(0.05, scenario.seconds) for _ in range(3)])
-    assert ended["partial"] == 0 and ended["killed"] >= 9, ended
+    ended = _trials(scenario, _spread(total, points, rng),
+                    [rng.uniform(0.05, scenario.seconds) for _ in range(times)])
+    assert ended["partial"] == 0 and ended["killed"] >= points, ended
     assert ended["old"] and ended["new"], ended  # the points fell on both sides of renames
 
 
@@ -86,8 +88,7 @@ def test_a_rekey_of_many_files_killed_while_its_threads_write_leaves_each_old_or
     """Ten files: the temps are written and fsynced on a thread pool (fsio._PARALLEL_FROM)."""
     make_workspace(tmp_path, 10, stale=True)
     scenario = Scenario.make(tmp_path, REKEY, _law_names(tmp_path))
-    total = count_write_calls(REKEY, cwd=tmp_path)
-    scenario.restore()
+    total = scenario.write_calls
     ended = _trials(scenario, _spread(total, 5, random.Random(8)), [])
     assert ended["partial"] == 0 and ended["killed"] == 5, ended
 
@@ -100,8 +101,7 @@ def test_a_fit_out_killed_at_any_point_leaves_the_file_old_or_new(tmp_path: Path
     fit = ["fit", "cap.csv", "--formula", "host_s ~ 1 + bs", "--by", "model",
            "--captured-on", "current", "--out", out, "--why", "kept laws re-keyed"]
     scenario = Scenario.make(tmp_path, fit, [out])
-    total = count_write_calls(fit, cwd=tmp_path)
-    scenario.restore()
+    total = scenario.write_calls
     rng = random.Random(9)
     ended = _trials(scenario, _spread(total, points, rng),
                     [rng.uniform(0.2, scenario.seconds)], idempotent=False)
