@@ -87,29 +87,16 @@ WORK = {"schedule_s": (markdown.Markdown(), document(1, 120)),
 REQUEST = (markdown.Markdown(), document(5, 300))
 
 if variant == "floor":  # the minimal recorder: re-arm at every switch, no other rule
-    mon = sys.monitoring
-    mon.use_tool_id(3, "floor")
-    seen = {}
-    def on_start(code, offset):
-        seen[code] = True
-        return mon.DISABLE
-    mon.register_callback(3, mon.events.PY_START, on_start)
-    mon.register_callback(3, mon.events.PY_RESUME, on_start)
-    import gc, os, types  # armed on the engine's code only, as lawkit's recorder is
-    root = os.path.join(os.path.dirname(markdown.__file__), "")
-    todo = [o.__code__ for o in gc.get_objects() if isinstance(o, types.FunctionType)
-            and o.__code__.co_filename.startswith(root)]
-    while todo:
-        code = todo.pop()
-        mon.set_local_events(3, code, mon.events.PY_START | mon.events.PY_RESUME)
-        todo.extend(k for k in code.co_consts if isinstance(k, types.CodeType))
+    import os
+    import floor_recorder
+    restart = floor_recorder.arm(os.path.join(os.path.dirname(markdown.__file__), ""))
     real_phase, real_enter, real_exit = fp.phase, fp.enter_region, fp.exit_region
     def phase(name):
-        real_phase(name); mon.restart_events()
+        real_phase(name); restart()
     def enter_region(name):
-        real_enter(name); mon.restart_events()
+        real_enter(name); restart()
     def exit_region(name):
-        real_exit(name); mon.restart_events()
+        real_exit(name); restart()
     fp.phase, fp.enter_region, fp.exit_region = phase, enter_region, exit_region
 
 if variant == "count":
@@ -192,6 +179,7 @@ def _workspace(root: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"))
     (root / "lawkit.toml").write_text('[digest]\npackages = ["markdown"]\n')
     (root / "harness.py").write_text(HARNESS)
+    shutil.copy(Path(__file__).with_name("floor_recorder.py"), root)
     return root
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,23 +70,9 @@ cap = capture.open(out, features=("batch",), regions=REGIONS)
 
 restart = None
 if floor:  # the minimal recorder: re-arm at every switch, no other rule
-    import gc, os, types
-    mon = sys.monitoring
-    mon.use_tool_id(3, "floor")
-    seen = {}
-    def on_start(code, offset):
-        seen[code] = True
-        return mon.DISABLE
-    mon.register_callback(3, mon.events.PY_START, on_start)
-    mon.register_callback(3, mon.events.PY_RESUME, on_start)
-    root = os.path.join(os.path.dirname(continuous_api.__file__), "")
-    todo = [o.__code__ for o in gc.get_objects() if isinstance(o, types.FunctionType)
-            and o.__code__.co_filename.startswith(root)]
-    while todo:  # armed on the engine's code only, as lawkit's recorder arms hashed code
-        code = todo.pop()
-        mon.set_local_events(3, code, mon.events.PY_START | mon.events.PY_RESUME)
-        todo.extend(k for k in code.co_consts if isinstance(k, types.CodeType))
-    restart = mon.restart_events
+    import os
+    import floor_recorder
+    restart = floor_recorder.arm(os.path.join(os.path.dirname(continuous_api.__file__), ""))
 
 def region(name, method):
     def timed(*args, **kwargs):
@@ -175,6 +162,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
         (workspace / "harness.py").write_text(HARNESS)
+        shutil.copy(Path(__file__).with_name("floor_recorder.py"), workspace)
         (workspace / "laws").mkdir()
         (workspace / "lawkit.toml").write_text(
             f'laws = "laws"\n\n[digest]\nroot = "{site}"\npackages = ["{PACKAGE}"]\n')
