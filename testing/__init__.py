@@ -10,6 +10,7 @@
 - `wheels`: tiny real wheels, and a venv they are installed into by pip, offline.
 - `rows`: generated capture rows with outliers, for the fitting methods' tests.
 - `environments`: a repository of laws whose footprint recorded its environment, and a lock.
+- `cli`: lawkit's command line run in the test's own process.
 
 How each side imports them (tests never import bench/): pytest puts the repository root on
 `sys.path` (`pythonpath = ["."]` in pyproject.toml), so a test writes

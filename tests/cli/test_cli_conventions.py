@@ -11,26 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from lawkit import __version__
 from lawkit.cli import app
+from testing.cli import invoke as _invoke
 from testing.workspaces import OLD, make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parents[1] / "data" / "sarathi-a100" / "cpu_overheads.csv"
 FORMULA = "schedule_median ~ 1 + batch_size"
-runner = CliRunner()
 
 REPORTS = ["check", "digest", "fit", "rekey", "review", "score", "show", "footprint record",
            "footprint diff"]
 """Every command that prints a report, in a text form and as one JSON document."""
 QUIET = ["check", "fit", "rekey", "review", "score", "footprint record", "footprint diff"]
 """The report commands whose report can be all good: `-q` prints only problems."""
-
-
-def _invoke(*args: str) -> Result:
-    return runner.invoke(app, list(args))
 
 
 def _command(name: str) -> Any:

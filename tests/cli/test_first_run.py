@@ -9,19 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
 
 import lawkit.capture
-from lawkit.cli import app
 from lawkit.errors import CaptureError
+from testing.cli import invoke as _invoke
 
 CAPTURES = Path(__file__).resolve().parents[2] / "examples" / "sarathi-a100" / "captures.csv"
 FORMULA = "schedule_s ~ 1 + batch_size"
-runner = CliRunner()
-
-
-def _invoke(*args: str) -> Result:
-    return runner.invoke(app, list(args))
 
 
 @pytest.fixture

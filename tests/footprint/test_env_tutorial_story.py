@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from lawkit.cli import app
+from testing.cli import invoke as lawkit
 from testing.environments import write_lock
 from testing.lawrepo import commit, init_repo
 from testing.wheels import build_wheel, stdlib_shared_object, unpack_wheels
@@ -36,7 +35,6 @@ pytestmark = pytest.mark.skipif(sys.version_info < (3, 12),
                                 reason="per-region attribution: sys.monitoring")
 
 REPO = Path(__file__).resolve().parents[2]
-runner = CliRunner()
 
 SAMPLER_LAW = "sampler_s[microsoft/phi-2,1] (sampler_s)"
 SCHEDULER_LAWS = [f"schedule_s[{group}] (schedule_s)" for group in (
@@ -112,9 +110,8 @@ def record_and_fit(ws: Path, *search: Path) -> None:
                  ["--formula", "sampler_s ~ 1 + batch_size", "--where",
                   'model == "microsoft/phi-2" and tp == 1',
                   "--name", "sampler_s[microsoft/phi-2,1]"]):
-        fitted = runner.invoke(app, ["fit", "fit.csv", "--out", "laws/a100.yaml",
-                                     "--captured-on", "current",
-                                     "--footprint", "footprint.json", *args])
+        fitted = lawkit("fit", "fit.csv", "--out", "laws/a100.yaml", "--captured-on", "current",
+                        "--footprint", "footprint.json", *args)
         assert fitted.exit_code == 0, fitted.output
 
 
@@ -124,10 +121,6 @@ def ws(recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = shutil.copytree(recorded, tmp_path / "ws", symlinks=True)
     monkeypatch.chdir(root)
     return root
-
-
-def lawkit(*args: str) -> Any:
-    return runner.invoke(app, list(args))
 
 
 def bump(root: Path, **versions: str) -> None:

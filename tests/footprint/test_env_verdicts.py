@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from lawkit.cli import app
 from lawkit.footprint.document import DistRecord
+from testing.cli import invoke as lawkit
 from testing.environments import footprint_bytes, make_env_repo, write_lock
-
-runner = CliRunner()
 
 DISTS = {
     "torchlike": DistRecord("2.11.0", "r1", None, ("startup", "steps"), ("sample_s",),
@@ -48,10 +45,6 @@ def repo(tmp_path: Path) -> Iterator[Path]:
     os.chdir(root)
     yield root
     os.chdir(here)
-
-
-def lawkit(*args: str) -> Any:
-    return runner.invoke(app, list(args))
 
 
 def regions_of(*args: str) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -18,14 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
 from lawkit.footprint.units import NORMAL, codes_of, units_of
+from testing.cli import invoke as lawkit
 from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
-
-runner = CliRunner()
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n\n\n"
                               "def setup(n):\n    return [0] * n\n"}
@@ -80,10 +77,6 @@ def repo(tmp_path: Path) -> Iterator[Path]:
     os.chdir(root)
     yield root
     os.chdir(here)
-
-
-def lawkit(*args: str) -> Any:
-    return runner.invoke(app, list(args))
 
 
 def _by_name(laws: list[dict[str, Any]]) -> dict[str, str]:

@@ -19,15 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
 from lawkit.footprint.units import units_of
 from lawkit.lawfiles import lawfile
+from testing.cli import invoke as lawkit
 from testing.lawrepo import ENGINE, commit, engine_digest, fit_entry, init_repo, law_text
-
-runner = CliRunner()
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
 SAMPLER_EDIT = {"atom/sampler.py": "def sample(logits):\n    return max(logits)\n"}
@@ -59,10 +56,6 @@ def captures(digest: str, scale: float) -> str:
     rows = [f"{digest},{b},{scale * (0.001 + 2e-5 * b):.9f},{0.002 + 1e-6 * (b % 3):.9f}"
             for b in range(1, 25)]
     return "atom,batch_size,sample_s,schedule_s\n" + "\n".join(rows) + "\n"
-
-
-def lawkit(*args: str) -> Any:
-    return runner.invoke(app, list(args))
 
 
 @dataclass(frozen=True)

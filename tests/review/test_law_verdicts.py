@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from lawkit.cli import app
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
 from lawkit.footprint.units import units_of
+from testing.cli import invoke as lawkit
 from testing.lawrepo import (
     ENGINE,
     body_of,
@@ -33,8 +32,6 @@ from testing.lawrepo import (
     init_repo,
     law_text,
 )
-
-runner = CliRunner()
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
 SAMPLER_EDIT = {"atom/sampler.py": "def sample(logits):\n    return max(logits)\n"}
@@ -85,10 +82,6 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     os.chdir(root)
     yield Repo(root, base)
     os.chdir(here)
-
-
-def lawkit(*args: str) -> Any:
-    return runner.invoke(app, list(args))
 
 
 EXPECTED = [("sampling", "sample_s", "sample_s", "steps"),
