@@ -349,27 +349,23 @@ class SysMonRecorder:
     def _rearm(self) -> None:
         """Disarm what has run in steps with no region open, then re-arm every other hashed
         code object (``restart_events``)."""
-        settled = self._settled
-        if settled:
+        if self._settled:
+            self._disarm(TOOL_ID, self._settled, self._disarmed)
             self._settled = []
-            disarmed, set_local = self._disarmed, self._set_local_events
-            for code in settled:
-                key = _identity(code)
-                if key not in disarmed:
-                    disarmed[key] = code
-                    with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-                        set_local(TOOL_ID, code, 0)
-        env = self._env_disarm
-        if env:
+        if self._env_disarm:
+            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed)
             self._env_disarm = []
-            disarmed, set_local = self._env_disarmed, self._set_local_events
-            for code in env:
-                key = _identity(code)
-                if key not in disarmed:
-                    disarmed[key] = code
-                    with contextlib.suppress(ValueError):
-                        set_local(ENV_TOOL_ID, code, 0)
         self._restart()
+
+    def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType]) -> None:
+        """Turn tool ``tool``'s events off for good on each of ``codes`` not yet in
+        ``disarmed`` (noted there, for a forked child to arm again)."""
+        for code in codes:
+            key = _identity(code)
+            if key not in disarmed:
+                disarmed[key] = code
+                with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+                    self._set_local_events(tool, code, 0)
 
     def forked(self) -> None:
         """In a forked child: forget the parent's runs; start in ``steps``, no region open."""
