@@ -71,6 +71,9 @@ class Recorder(Protocol):
     """The regions open in ``steps`` while recording."""
     turned_off: list[str]
     """Calls that turned the measurement off, as messages name them (`record` refuses)."""
+    unseen: list[str]
+    """Python code that ran where the recorder cannot see it, as messages name it (`record`
+    refuses)."""
     steps_again: list[str]
     """coverage.py contexts whose runs count as steps with no region open: the shutdowns the
     process left for ``steps`` again (a recorder that keeps its own runs moves them itself)."""

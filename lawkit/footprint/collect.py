@@ -154,6 +154,9 @@ def _check_process(proc: Process, saved: dict[str, Any]) -> None:
         raise RecordRefused(f"{proc.label()} turned the measurement off ({call}), so what it "
                             "ran after is unseen, even if it turned it back on: remove the "
                             "call from the recorded run")
+    for what in saved.get("unseen", []):
+        raise RecordRefused(f"{proc.label()} ran Python code the recorder could not see "
+                            f"({what}): record the run again")
     _check_children(proc.label(), saved.get("children", []))
 
 

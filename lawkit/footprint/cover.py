@@ -71,6 +71,7 @@ class CoverageRecorder:
         self._ran: dict[Context, dict[int, CodeType]] = {}
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
+        self.unseen: list[str] = []
         self.steps_again: list[str] = []
         self._shutdown = ""
         """The current shutdown's context phase (``shutdown@ID``)."""

@@ -11,6 +11,8 @@ functions of the standard library for the rest of the process.
   each new thread under the tracer and a profile hook of its own (3.11).
 - `monitoring_guarded`: ``sys.monitoring``'s functions note a call that turns lawkit's tool
   off (3.12+).
+- `signals_watched`: every Python signal handler, set before or after, tells the recorder
+  first (3.12+).
 
 The originals are taken when this module is imported, at the process's start-up, before any
 patch.
@@ -19,15 +21,19 @@ patch.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
+from types import BuiltinFunctionType, FrameType
 from typing import Any, NoReturn
 
 real_exit = os._exit
 real_set_wakeup_fd = signal.set_wakeup_fd
+real_signal = signal.signal
+real_getsignal = signal.getsignal
 real_settrace = sys.settrace
 real_setprofile = sys.setprofile
 real_thread_settrace = threading.settrace
@@ -139,6 +145,51 @@ def monitoring_guarded(tool_id: int, note: Note) -> None:
         real = getattr(mon, name, None)
         if real is not None:
             setattr(mon, name, space["guarded"](name, real, tool_id, note))
+
+
+def signals_watched(before: Callable[[FrameType | None, bool], None]) -> None:
+    """Every signal handler but lawkit's own, set before this call or after it, calls
+    ``before(frame, python)`` first (``python``: not a C function, which runs no Python code
+    itself); ``signal.signal`` and ``signal.getsignal`` give back the handlers as they were
+    set."""
+    asked: dict[int, tuple[Any, Any]] = {}
+    """By signal number: the handler set in its place, and the one asked for."""
+
+    def shown(signum: int, current: Any) -> Any:
+        kept = asked.get(signum)
+        return kept[1] if kept is not None and kept[0] is current else current
+
+    def watched(handler: Any) -> Any:
+        if not callable(handler) or str(getattr(handler, "__module__", "")).startswith(
+                "lawkit."):
+            return handler
+        python = not isinstance(handler, BuiltinFunctionType)
+
+        def on_signal(signum: int, frame: FrameType | None) -> Any:
+            before(frame, python)
+            return handler(signum, frame)
+
+        return on_signal
+
+    def set_handler(signum: int | signal.Signals, handler: Any) -> Any:
+        placed = watched(handler)
+        old = shown(int(signum), real_signal(signum, placed))
+        if placed is handler:
+            asked.pop(int(signum), None)
+        else:
+            asked[int(signum)] = (placed, handler)
+        return old
+
+    def getsignal(signum: int | signal.Signals) -> Any:
+        return shown(int(signum), real_getsignal(signum))
+
+    for signum in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):  # not settable here
+            current = real_getsignal(signum)
+            if watched(current) is not current:
+                set_handler(signum, current)
+    signal.signal = set_handler
+    signal.getsignal = getsignal
 
 
 UNMEASURED = "<lawkit footprint guard>"

@@ -195,6 +195,7 @@ def _save() -> None:
             "recorder": _recorder.name, "runs": _recorder.runs(),
             "opened": _children.opened_files(),
             "children": _children.children, "turned_off": _recorder.turned_off,
+            "unseen": _recorder.unseen,
             "regions": sorted(_recorder.regions), "steps_again": _recorder.steps_again,
             "modules": _loaded_modules(_roots(), names),
             "environment": {

@@ -53,6 +53,7 @@ the process.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -131,7 +132,17 @@ class SysMonRecorder:
         self.entered: set[Context] = set()
         """Every context the process was in (a native library counts as run in each)."""
         self._register: Callable[..., Any] = mon.register_callback
-        """A thread was started with ``_thread.start_new_thread`` (not listed by threading)."""
+        self._waiting: set[int] = set()
+        """Threads blocked in one of threading's waits (`WAITS`): no Python code runs on them
+        until the wait returns (`_on_wait_return`) or a signal handler runs (`signalled`), so
+        their contexts are not live meanwhile."""
+        self.unseen: list[str] = []
+        self._callbacks: frozenset[CodeType] = frozenset(
+            f.__code__ for f in (SysMonRecorder._on_start, SysMonRecorder._on_any_start,
+                                 SysMonRecorder._on_env_start, SysMonRecorder._on_throw,
+                                 SysMonRecorder._on_wait_call, SysMonRecorder._on_wait_return,
+                                 SysMonRecorder._collecting))
+        """The code of this recorder's callbacks: Python code run inside one fires no event."""
 
     def start(self) -> None:
         """Take the tool id, arm each hashed module's code as it is executed, and count what
@@ -142,7 +153,13 @@ class SysMonRecorder:
         mon.register_callback(TOOL_ID, mon.events.PY_RESUME, self._on_start)
         mon.register_callback(TOOL_ID, mon.events.PY_THROW, self._on_throw)
         mon.set_events(TOOL_ID, mon.events.PY_THROW)
+        mon.register_callback(TOOL_ID, mon.events.CALL, self._on_wait_call)
+        mon.register_callback(TOOL_ID, mon.events.PY_RETURN, self._on_wait_return)
+        for code in wait_code():
+            mon.set_local_events(TOOL_ID, code, mon.events.CALL | mon.events.PY_RETURN)
         patch.monitoring_guarded(TOOL_ID, self.turned_off.append)
+        patch.signals_watched(self.signalled)
+        gc.callbacks.append(self._collecting)
         try:
             mon.use_tool_id(ENV_TOOL_ID, "lawkit footprint environment")
         except ValueError:  # another tool holds it
@@ -257,6 +274,61 @@ class SysMonRecorder:
             context = self._contexts.get(self._ident(), self._default)
             self._ran.setdefault(context, {})[_identity(code)] = code
 
+    def _on_wait_call(self, code: CodeType, offset: int, callable_: object,
+                      arg0: object) -> None:
+        """A call in one of threading's waits (`wait_code`): a call after the blocking one
+        means this thread is back from it; the blocking one (`WAITS`) takes this thread's
+        context out of the live ones until then."""
+        ident = self._ident()
+        if ident in self._waiting:
+            self._woken(ident)
+            return
+        if not self._threaded or getattr(callable_, "__name__", None) not in WAITS:
+            return
+        locked = getattr(getattr(callable_, "__self__", None), "locked", None)
+        if locked is not None and not locked():  # a lock free now: no wait (or a short one)
+            return
+        self._waiting.add(ident)
+        self._live()
+
+    def _on_wait_return(self, code: CodeType, offset: int, retval: object) -> None:
+        """One of threading's waits returned: this thread is back from it."""
+        ident = self._ident()
+        if ident in self._waiting:
+            self._woken(ident)
+
+    def _woken(self, ident: int) -> None:
+        """A thread back from its wait may run any code object in its context: re-arm with
+        it live."""
+        self._waiting.discard(ident)
+        self._live()
+        self._rearm()
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.woke()
+
+    def woke(self) -> None:
+        """Python code is about to run on this thread outside the code of its wait (a signal
+        handler, a collection's finalizers): if it was waiting, it is live again first."""
+        ident = self._ident()
+        if ident in self._waiting:
+            self._woken(ident)
+
+    def signalled(self, frame: FrameType | None, python: bool) -> None:
+        """A signal handler is about to run on this thread (the main one), Python code if
+        ``python``: the thread is live again first (`woke`); and a Python handler run inside
+        one of this recorder's callbacks, where no event fires, runs unseen (`record`
+        refuses)."""
+        self.woke()
+        f = frame
+        while python and f is not None:
+            if f.f_code in self._callbacks:
+                self.unseen.append("a signal handler ran inside lawkit's own sys.monitoring "
+                                   "callback, where no code it runs can be seen")
+                return
+            f = f.f_back
+
     def thread_started(self, args: tuple[Any, ...]) -> None:
         """A thread started from Python (its audit event's arguments, passed on by the
         process's one audit hook): it may run any code object in its context (the current
@@ -287,19 +359,22 @@ class SysMonRecorder:
         if not self._threaded:
             self._others = self._env_others = ()
             return
+        waiting = self._waiting
         if frames is not None:  # at start-up and at a phase switch: every thread's stack
             own = {t.ident for t in threading.enumerate() if _own(t)}
-            idents = [ident for ident in frames if ident not in own]
+            idents = [i for i in frames if i not in own and i not in waiting]
         else:
             # At a region switch, the threads threading knows: sys._current_frames() there made
             # CPython 3.12.1 crash (SIGSEGV, "deallocated BytesIO object has exported buffers")
             # in about every other run of the tutorial's harness (its worker process and
             # multiprocessing's threads running while its regions switch).
-            idents = [t.ident for t in threading.enumerate() if t.ident and not _own(t)]
+            idents = [t.ident for t in threading.enumerate()
+                      if t.ident and t.ident not in waiting and not _own(t)]
         contexts = {self._contexts.get(ident, self._default) for ident in idents}
         if self._raw_threads:  # a thread from _thread.start_new_thread: threading lists none
             contexts.add(self._default)
-        contexts.add(self._contexts.get(self._ident(), self._default))
+        if self._ident() not in waiting:
+            contexts.add(self._contexts.get(self._ident(), self._default))
         self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
                         if len(contexts) > 1 else ())
         self._env_others = (tuple(self._env_ran.setdefault(c, {}) for c in contexts)
@@ -389,6 +464,7 @@ class SysMonRecorder:
         self._default = ("steps", ())
         self._contexts = {}
         self._others = ()
+        self._waiting = set()
         self._threaded = False  # the forking thread alone goes on
         self._rearm()
         self._count_stacks([(self._ident(), sys._getframe(1))])
@@ -422,6 +498,25 @@ class SysMonRecorder:
         started, and each context it started in."""
         return [[name, phase, list(regions)]
                 for (phase, regions), names in self._env_ran.items() for name in names]
+
+
+WAITS = frozenset({"acquire", "join"})
+"""The blocking calls in threading's waits: a lock's ``acquire`` (``Condition.wait``, so
+``Event.wait``, ``Queue.get`` and ``Future.result`` too; ``Thread.join`` on 3.12) and a thread
+handle's ``join`` (``Thread.join`` on 3.13)."""
+
+
+def wait_code() -> list[CodeType]:
+    """The code objects of threading's waits, whose calls of `WAITS` block."""
+    names = ("Condition.wait", "Thread._wait_for_tstate_lock", "Thread.join")
+    found = []
+    for name in names:
+        owner, _, method = name.partition(".")
+        function = getattr(getattr(threading, owner), method, None)
+        code = getattr(function, "__code__", None)
+        if isinstance(code, CodeType):
+            found.append(code)
+    return found
 
 
 def env_files() -> Callable[[str], bool]:

@@ -11,12 +11,13 @@ has run the same code, in many steps and re-arms before, and while it still sits
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from footprint_engine import recorded
+from footprint_engine import record_harness, recorded
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 12),
                                 reason="the sys.monitoring recorder is Python 3.12+")
@@ -92,45 +93,94 @@ def test_a_generator_of_the_engine_thread_resumed_by_the_idle_main_thread_is_rec
 
 
 SIGNALLED = """\
-import queue, signal, threading
+import queue, signal, threading, time
 import lawkit.footprint as fp
 from atom.helpers import helper
 
+handled = []
+
 def on_usr1(signum, frame):
     helper(-1)  # the main thread runs engine code inside its wait: steps, no region open
+    handled.append(signum)
 
 signal.signal(signal.SIGUSR1, on_usr1)
-done, handled = queue.Queue(), threading.Event()
+done = queue.Queue()
 main = threading.main_thread().ident
 
 def engine():
     for i in range(20):
         with fp.region("schedule_s"):
+            if i == 10:
+                time.sleep(0.3)  # the main thread is blocked in done.get() by now
             helper(i)
-            if i == 10:  # the main thread is blocked in done.get(): interrupt its wait
+            if i == 10:  # interrupt its wait; neither switch nor wait until the handler ran
                 signal.pthread_kill(main, signal.SIGUSR1)
-                handled.wait(10)
+                while not handled:
+                    pass
     done.put(True)
 
 thread = threading.Thread(target=engine, name="engine")
 fp.phase("steps")
 thread.start()
-while not done.qsize():
-    try:
-        done.get(timeout=30)
-        break
-    finally:
-        handled.set()
+done.get(timeout=60)
 thread.join()
 """
 
 
-def test_a_signal_handler_run_inside_the_idle_main_threads_wait_is_recorded(
+def test_a_signal_handler_run_inside_the_waiting_main_threads_wait_is_recorded(
         engine: Path) -> None:
-    """A main thread blocked in a wait runs no Python code until the wait returns, except a
-    signal handler, which runs at the first bytecode after the interrupted wait, inside any
-    monitoring callback that comes first (where no event fires): a recorder that took the
-    waiting thread as idle and watched its wake-up with a callback (CALL and C_RETURN events on
-    threading's waits) missed this run; the handler's run counts for every law."""
+    """The main thread blocked in a wait is not live (the engine thread's region code is
+    disabled after one run), but a signal handler runs inside the wait itself, before any
+    event of the wait's own code: the handler tells the recorder first, so its run counts for
+    every law (a recorder that left the handler alone missed it)."""
     doc = recorded(engine, SIGNALLED)
     assert _regions(doc, "atom/helpers.py", "helper") == ["*", "schedule_s"]
+
+
+IN_CALLBACK = """\
+import _thread, operator, signal
+import lawkit.footprint as fp
+from atom.helpers import helper
+from atom.util import util_fn
+
+signal.signal(signal.SIGUSR1, lambda signum, frame: util_fn(1))
+fp.phase("steps")
+with fp.region("schedule_s"):
+    # trip SIGUSR1, then start engine code from C with no bytecode between: the handler runs
+    # at the next bytecode, the recorder's PY_START callback's on 3.12, where no event fires
+    list(map(operator.call, [_thread.interrupt_main, helper], [signal.SIGUSR1, 1]))
+"""
+
+
+def test_a_signal_handler_run_inside_the_recorders_callback_is_refused_or_recorded(
+        engine: Path) -> None:
+    """Python code run inside a sys.monitoring callback fires no event: a handler run there
+    makes `record` refuse, naming it; where it runs after the callback (3.13), it is
+    recorded."""
+    result = record_harness(engine, IN_CALLBACK)
+    if result.returncode == 0:
+        doc = json.loads((engine / "fp.json").read_text())
+        assert _regions(doc, "atom/util.py", "util_fn") == ["schedule_s"]
+    else:
+        assert result.returncode == 2, result.stderr
+        assert "a signal handler ran inside lawkit's own sys.monitoring callback" in \
+            result.stderr
+        assert not (engine / "fp.json").exists()
+
+
+def test_a_handler_set_while_recording_is_given_back_as_it_was_set(engine: Path) -> None:
+    """The recorder stands in front of every signal handler; the program sees its own."""
+    doc = recorded(engine, """\
+import signal
+from atom.helpers import helper
+def on_usr1(signum, frame):
+    pass
+helper(1)
+old = signal.signal(signal.SIGUSR1, on_usr1)
+assert old is signal.SIG_DFL, old
+assert signal.getsignal(signal.SIGUSR1) is on_usr1
+assert signal.signal(signal.SIGUSR1, signal.SIG_IGN) is on_usr1
+assert signal.getsignal(signal.SIGUSR1) is signal.SIG_IGN
+assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+""")
+    assert doc["processes"] == 1
