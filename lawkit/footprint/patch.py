@@ -171,17 +171,17 @@ def signals_watched(before: Callable[[FrameType | None, bool], None]) -> None:
 
         return on_signal
 
-    def set_handler(signum: int | signal.Signals, handler: Any) -> Any:
+    def set_handler(signalnum: int | signal.Signals, handler: Any) -> Any:
         placed = watched(handler)
-        old = shown(int(signum), real_signal(signum, placed))
+        old = shown(int(signalnum), real_signal(signalnum, placed))
         if placed is handler:
-            asked.pop(int(signum), None)
+            asked.pop(int(signalnum), None)
         else:
-            asked[int(signum)] = (placed, handler)
+            asked[int(signalnum)] = (placed, handler)
         return old
 
-    def getsignal(signum: int | signal.Signals) -> Any:
-        return shown(int(signum), real_getsignal(signum))
+    def getsignal(signalnum: int | signal.Signals) -> Any:
+        return shown(int(signalnum), real_getsignal(signalnum))
 
     for signum in signal.valid_signals():
         with contextlib.suppress(OSError, ValueError):  # not settable here
