@@ -1,36 +1,44 @@
 """The recorder of a measured process on Python 3.12+: ``sys.monitoring`` (PEP 669).
 
-One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), each
-answered with ``DISABLE``, so a code object costs one event until the next switch. ``DISABLE``
-turns a code object's event off for every thread: it is answered only when no thread could run
-that code object in a context it has not been recorded in before the next re-arm. That is every
-time while one context is live (no thread but lawkit's own has a Python frame, or every such
-thread is in the same phase and regions); while several are (threads in different regions, or a
+One ``PY_START`` or ``PY_RESUME`` event per code object (a generator resumed counts), whose
+callback turns that code object's events off (``set_local_events`` to none, and ``DISABLE``),
+so a code object costs one event until the next switch. That turns it off for every thread: it
+is done only when no thread could run that code object in a context it has not been recorded
+in before the next switch. That is every time while one context is live (no thread but
+lawkit's own has a Python frame, or every such thread is in the same phase and regions, or
+blocked in one of threading's waits); while several are (threads in different regions, or a
 thread with none beside one in a region), only once the code object has run in each of them.
 The live contexts are found at every switch, and a thread started from Python
 (``_thread.start_new_thread``, an audit event) re-arms and adds its context, ``steps`` or
-``startup`` with no region open. A generator resumed by ``throw`` or ``close`` fires
-``PY_THROW``, which cannot be set on a code object nor disabled: it is set for the process and
-attributed like ``PY_RESUME``, filtered to hashed code. The events
-are set on the hashed code objects only (``set_local_events``, as each hashed module's code is
-executed: ``executing``, from the ``exec`` audit event, with every code object nested in
-it), so the rest of the
-process (the standard library, dependencies) never fires one, even after a re-arm. At every
-phase switch and region enter or exit the events are re-armed (``restart_events``), and every
-code object on a stack the switch concerns counts as running in what was entered (all threads'
-stacks for a phase, the switching thread's for a region): a frame already running at a switch,
-like a loop that calls ``phase("steps")``, runs on in the new context. Events cover every
-thread, including threads started from C (but such a thread, not started from Python and with
-no Python frame at a switch, is not known to be live: a code object it runs may have been
-disabled by another thread's run in another context). Phases are process-wide, regions per thread;
-a region opened at start-up (a warm-up) attributes runs as one opened in steps does. Back in
-``steps`` after a shutdown, the runs of that shutdown move to ``steps`` with no region open.
+``startup`` with no region open. A thread blocked in one of threading's waits (`wait_code`)
+leaves the live contexts until its wait's code goes on, a signal handler runs on it (every
+handler tells the recorder first: `signalled`) or a collection starts on it, each of which
+re-arms with it live. A generator resumed by ``throw`` or ``close`` fires ``PY_THROW``, which
+cannot be set on a code object nor disabled: it is set for the process and attributed like
+``PY_RESUME``, filtered to hashed code. The events are set on the hashed code objects only
+(``set_local_events``, as each hashed module's code is executed: ``executing``, from the
+``exec`` audit event, with every code object nested in it), so the rest of the process (the
+standard library, dependencies) never fires one. At every phase switch and region enter or
+exit, each code object turned off that has not run in every context live after the switch is
+turned on again (`_rearm`); a thread entering a region turns off what has run there and in
+every other live context (`_turn_off_seen`), so a region entered again fires nothing for it;
+and every code object on a stack the switch concerns counts as running in what was entered
+(all threads' stacks for a phase, the switching thread's for a region): a frame already running
+at a switch, like a loop that calls ``phase("steps")``, runs on in the new context. Events cover
+every thread, including threads started from C (but such a thread, not started from Python and
+with no Python frame at a switch, is not known to be live: a code object it runs may have been
+turned off by another thread's run in another context). Phases are process-wide, regions per
+thread; a region opened at start-up (a warm-up) attributes runs as one opened in steps does.
+Back in ``steps`` after a shutdown, the runs of that shutdown move to ``steps`` with no region
+open.
 
 A code object that has run in ``steps`` with no region open counts for every law from then on:
-at the next switch its events are turned off for good (``set_local_events`` to none), so that
-``restart_events`` no longer re-arms it and the regions it runs in later cost nothing. The
-runs before that switch are recorded as before (in each live context); a forked child arms
-them all again.
+at the next switch its events are turned off for good, so that no switch turns it on again and
+the regions it runs in later cost nothing. The runs before that switch are recorded as before
+(in each live context); a forked child arms them all again.
+
+Python code run inside one of the recorder's callbacks fires no event: a signal handler that
+runs there is noted (`unseen`), and `record` refuses the process.
 
 Only code objects whose file is under a hashed package's folder are kept; attribution to units
 happens in `record` (``ran.unit_of_code``), not here.
@@ -39,8 +47,9 @@ The environment (which distributions ran, in which contexts) is seen the same wa
 second tool id (`ENV_TOOL_ID`), so that the hashed code's events stay as they were: every other
 code object (but the standard library's and lawkit's) is armed as it is executed, and those
 already loaded at start through their modules' functions; its first start in a context notes
-its *file* for that context and answers ``DISABLE`` (by file: a second code object of a file
-seen there adds nothing). A file that has run in ``steps`` with no region open is settled: its
+its *file* for that context and turns the code object off (by file: a second code object of a
+file seen there adds nothing); a switch turns it on again where its file has not run in every
+live context. A file that has run in ``steps`` with no region open is settled: its
 code objects are disarmed for good at the next switch, as hashed code is. Files map to
 distributions at the end, in `record`. Where that tool id is taken, the process notes it
 (`env_everywhere`): every distribution it loaded counts as run wherever it ran.
@@ -109,6 +118,15 @@ class SysMonRecorder:
         good (``set_local_events`` to none) at the next switch, before the re-arm."""
         self._disarmed: dict[int, CodeType] = {}
         """The code objects disarmed so: armed again in a forked child, which starts over."""
+        self._off: dict[int, CodeType] = {}
+        """Code objects turned off (``set_local_events`` to none) until a switch: each has run
+        in every live context, so it has nothing to add until then. At each switch, those
+        that have not run in every context live after it are turned on again (`_rearm`), and
+        a thread entering a region turns off what has run there before (`_turn_off_seen`):
+        its runs in the region fire no event at all. No ``restart_events``, which makes every
+        code object of the process instrument itself again as it next runs."""
+        self._live_ran: tuple[dict[int, CodeType], ...] = ()
+        """The code objects run in each live context (`_others`, also when there is one)."""
         self._raw_threads = False
         self._ends = ThreadEnds(lambda ident: self._contexts.pop(ident, None))
         """A thread that ends with regions open leaves none to the next one given its ident."""
@@ -125,6 +143,8 @@ class SysMonRecorder:
         self._env_ran: dict[Context, dict[str, None]] = {}
         """The files outside the hashed ones whose code started in each context."""
         self._env_others: tuple[dict[str, None], ...] = ()
+        self._env_live: tuple[dict[str, None], ...] = ()
+        self._env_off: dict[int, CodeType] = {}
         self._env_settled: set[str] = set()
         """Files that ran in steps with no region open: nothing more to learn from them."""
         self._env_disarm: list[CodeType] = []
@@ -249,6 +269,8 @@ class SysMonRecorder:
             for ran in others:
                 if name not in ran:
                     return None
+        self._set_local_events(ENV_TOOL_ID, code, 0)
+        self._env_off[_identity(code)] = code
         return self._disable
 
     def _on_start(self, code: CodeType, offset: int) -> object:
@@ -265,6 +287,8 @@ class SysMonRecorder:
             for ran in others:
                 if key not in ran:
                     return None
+        self._set_local_events(TOOL_ID, code, 0)
+        self._off[key] = code
         return self._disable
 
     def _on_throw(self, code: CodeType, offset: int, exc: BaseException) -> None:
@@ -349,14 +373,18 @@ class SysMonRecorder:
             self._env_others = (self._env_ran.setdefault(here, {}),)
         elif any(ran is default for ran in others):
             return
-        self._others = (*others, default)
-        self._env_others = (*self._env_others, self._env_ran.setdefault(self._default, {}))
+        self._others = self._live_ran = (*others, default)
+        self._env_others = self._env_live = (
+            *self._env_others, self._env_ran.setdefault(self._default, {}))
         self._rearm()
 
     def _live(self, frames: dict[int, FrameType] | None = None) -> None:
         """Find the contexts in which a thread may run engine code before the next switch:
         those of the threads with a Python frame, but lawkit's own."""
         if not self._threaded:
+            here = self._contexts.get(self._ident(), self._default)
+            self._live_ran = (self._ran.setdefault(here, {}),)
+            self._env_live = (self._env_ran.setdefault(here, {}),)
             self._others = self._env_others = ()
             return
         waiting = self._waiting
@@ -375,10 +403,11 @@ class SysMonRecorder:
             contexts.add(self._default)
         if self._ident() not in waiting:
             contexts.add(self._contexts.get(self._ident(), self._default))
-        self._others = (tuple(self._ran.setdefault(c, {}) for c in contexts)
-                        if len(contexts) > 1 else ())
-        self._env_others = (tuple(self._env_ran.setdefault(c, {}) for c in contexts)
-                            if len(contexts) > 1 else ())
+        self._live_ran = tuple(self._ran.setdefault(c, {}) for c in contexts)
+        self._env_live = tuple(self._env_ran.setdefault(c, {}) for c in contexts)
+        several = len(contexts) > 1
+        self._others = self._live_ran if several else ()
+        self._env_others = self._env_live if several else ()
 
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``: re-arm, count every thread's stack in it. Back
@@ -420,23 +449,52 @@ class SysMonRecorder:
         self._live()
         self._rearm()
         self._count_stacks([(ident, sys._getframe(1))])
+        if regions and not self._copies:  # a copy's runs fire through process-wide events
+            self._turn_off_seen((self._phase, regions))
+
+    def _turn_off_seen(self, context: Context) -> None:
+        """Turn off the code objects that have run in ``context`` and in every other live
+        context (`_off_in_region`)."""
+        seen = self._ran.get(context)
+        if not seen:
+            return
+        live, disarmed, off = self._live_ran, self._disarmed, self._off
+        with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+            for key, code in seen.items():
+                if key in off or key in disarmed or not all(key in ran for ran in live):
+                    continue
+                self._set_local_events(TOOL_ID, code, 0)
+                off[key] = code
 
     def _rearm(self) -> None:
-        """Disarm what has run in steps with no region open, then re-arm every other hashed
-        code object (``restart_events``)."""
+        """Disarm what has run in steps with no region open, then turn on again each code
+        object turned off that has not run in every live context (`_off`); once a copy of
+        hashed code was built, re-arm every code object (``restart_events``), since the
+        process-wide events a copy fires through can only be turned off by ``DISABLE``."""
         if self._settled:
-            self._disarm(TOOL_ID, self._settled, self._disarmed)
+            self._disarm(TOOL_ID, self._settled, self._disarmed, self._off)
             self._settled = []
         if self._env_disarm:
-            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed)
+            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed, self._env_off)
             self._env_disarm = []
-        self._restart()
+        with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
+            live, off = self._live_ran, self._off
+            for key in [k for k in off if not all(k in ran for ran in live)]:
+                self._set_local_events(TOOL_ID, off.pop(key), self._events)
+            env_live, env_off = self._env_live, self._env_off
+            for key in [k for k, code in env_off.items()
+                        if not all(code.co_filename in ran for ran in env_live)]:
+                self._set_local_events(ENV_TOOL_ID, env_off.pop(key), self._events)
+        if self._copies:
+            self._restart()
 
-    def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType]) -> None:
+    def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType],
+                off: dict[int, CodeType]) -> None:
         """Turn tool ``tool``'s events off for good on each of ``codes`` not yet in
-        ``disarmed`` (noted there, for a forked child to arm again)."""
+        ``disarmed`` (noted there, for a forked child to arm again; no longer in ``off``)."""
         for code in codes:
             key = _identity(code)
+            off.pop(key, None)
             if key not in disarmed:
                 disarmed[key] = code
                 with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
@@ -466,6 +524,7 @@ class SysMonRecorder:
         self._others = ()
         self._waiting = set()
         self._threaded = False  # the forking thread alone goes on
+        self._live()  # what the parent turned off is turned on again
         self._rearm()
         self._count_stacks([(self._ident(), sys._getframe(1))])
 

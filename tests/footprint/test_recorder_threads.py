@@ -184,3 +184,27 @@ assert signal.getsignal(signal.SIGUSR1) is signal.SIG_IGN
 assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 """)
     assert doc["processes"] == 1
+
+
+TURNED_OFF = """\
+import lawkit.footprint as fp
+from atom.helpers import helper
+from atom.util import util_fn
+
+fp.phase("steps")
+for i in range(5):  # entered again, schedule_s turns off what ran in it before
+    with fp.region("schedule_s"):
+        helper(i)
+        util_fn(i)
+with fp.region("update_s"):
+    util_fn(-1)  # turned off in schedule_s, on again in another region
+helper(-1)  # and in steps with no region open
+"""
+
+
+def test_code_turned_off_in_its_region_is_recorded_where_it_runs_next(engine: Path) -> None:
+    """A region entered again turns off the code that has run in it (its runs there add
+    nothing): the next switch turns it on again wherever it has not run."""
+    doc = recorded(engine, TURNED_OFF)
+    assert _regions(doc, "atom/helpers.py", "helper") == ["*", "schedule_s"]
+    assert _regions(doc, "atom/util.py", "util_fn") == ["schedule_s", "update_s"]
