@@ -145,6 +145,10 @@ class SysMonRecorder:
         self._env_others: tuple[dict[str, None], ...] = ()
         self._env_live: tuple[dict[str, None], ...] = ()
         self._env_off: dict[int, CodeType] = {}
+        self._env_on: dict[int, CodeType] = {}
+        """Code objects outside the hashed files turned on again at a switch: turned off at a
+        later switch where their file has run in every live context (a region entered again
+        fires nothing for them)."""
         self._env_settled: set[str] = set()
         """Files that ran in steps with no region open: nothing more to learn from them."""
         self._env_disarm: list[CodeType] = []
@@ -270,7 +274,9 @@ class SysMonRecorder:
                 if name not in ran:
                     return None
         self._set_local_events(ENV_TOOL_ID, code, 0)
-        self._env_off[_identity(code)] = code
+        key = _identity(code)
+        self._env_off[key] = code
+        self._env_on.pop(key, None)
         return self._disable
 
     def _on_start(self, code: CodeType, offset: int) -> object:
@@ -475,26 +481,34 @@ class SysMonRecorder:
             self._disarm(TOOL_ID, self._settled, self._disarmed, self._off)
             self._settled = []
         if self._env_disarm:
-            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed, self._env_off)
+            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed, self._env_off,
+                         self._env_on)
             self._env_disarm = []
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
             live, off = self._live_ran, self._off
             for key in [k for k in off if not all(k in ran for ran in live)]:
                 self._set_local_events(TOOL_ID, off.pop(key), self._events)
-            env_live, env_off = self._env_live, self._env_off
+            env_live, env_off, env_on = self._env_live, self._env_off, self._env_on
             for key in [k for k, code in env_off.items()
                         if not all(code.co_filename in ran for ran in env_live)]:
-                self._set_local_events(ENV_TOOL_ID, env_off.pop(key), self._events)
+                code = env_on[key] = env_off.pop(key)
+                self._set_local_events(ENV_TOOL_ID, code, self._events)
+            for key in [k for k, code in env_on.items()
+                        if all(code.co_filename in ran for ran in env_live)]:
+                code = env_off[key] = env_on.pop(key)
+                self._set_local_events(ENV_TOOL_ID, code, 0)
         if self._copies:
             self._restart()
 
     def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType],
-                off: dict[int, CodeType]) -> None:
+                *switched: dict[int, CodeType]) -> None:
         """Turn tool ``tool``'s events off for good on each of ``codes`` not yet in
-        ``disarmed`` (noted there, for a forked child to arm again; no longer in ``off``)."""
+        ``disarmed`` (noted there, for a forked child to arm again; no longer in the dicts of
+        code objects a switch turns on or off, ``switched``)."""
         for code in codes:
             key = _identity(code)
-            off.pop(key, None)
+            for known in switched:
+                known.pop(key, None)
             if key not in disarmed:
                 disarmed[key] = code
                 with contextlib.suppress(ValueError):  # the tool was freed: noted, refused

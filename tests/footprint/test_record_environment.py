@@ -32,6 +32,9 @@ for _ in range(3):
     Runner().run()
     with fp.region("sample_s"):
         sampler.core.pick(3)
+if "--again" in sys.argv:
+    with fp.region("update_s"):  # turned off in sample_s, on again in another region
+        sampler.core.pick(1)
 """
 
 
@@ -86,6 +89,14 @@ def test_a_distribution_run_only_in_a_region_has_that_region(engine: Path, site:
     assert env["unpackaged"] == []
     parsed = read_footprint(engine / "fp.json").environment
     assert parsed is not None and parsed.distributions["sampler"].regions == ("sample_s",)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="per-region attribution: sys.monitoring")
+def test_a_distribution_run_in_a_second_region_has_both(engine: Path, site: Path) -> None:
+    """Its code, turned off in the region it ran in (a region entered again adds nothing),
+    is turned on again by the switch to a region where its file has not run."""
+    env, _ = _environment(engine, site, "--again")
+    assert env["distributions"]["sampler"]["regions"] == ["sample_s", "update_s"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
