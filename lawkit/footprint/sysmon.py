@@ -422,18 +422,18 @@ class SysMonRecorder:
         if name == "steps":
             if self._phase == "shutdown":
                 steps = self._ran.setdefault(("steps", ()), {})
-                for context in [c for c in self._ran if c[0] == "shutdown"]:
+                for context in [c for c in list(self._ran) if c[0] == "shutdown"]:
                     steps.update(self._ran.pop(context))
                 env = self._env_ran.setdefault(("steps", ()), {})
-                for context in [c for c in self._env_ran if c[0] == "shutdown"]:
+                for context in [c for c in list(self._env_ran) if c[0] == "shutdown"]:
                     env.update(self._env_ran.pop(context))
                 if any(c[0] == "shutdown" for c in self.entered):
                     self.entered = {c for c in self.entered if c[0] != "shutdown"}
                     self.entered.add(("steps", ()))
-            self.regions.update(r for _, regions in self._contexts.values() for r in regions)
+            self.regions.update(r for _, regions in list(self._contexts.values()) for r in regions)
         self._phase = name
         self._default = (name, ())
-        self._contexts = {t: (name, c[1]) for t, c in self._contexts.items()}
+        self._contexts = {t: (name, c[1]) for t, c in list(self._contexts.items())}
         self.entered.add(self._default)
         self.entered.update(self._contexts.values())
         frames = sys._current_frames()
@@ -466,7 +466,7 @@ class SysMonRecorder:
             return
         live, disarmed, off = self._live_ran, self._disarmed, self._off
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-            for key, code in seen.items():
+            for key, code in list(seen.items()):  # a copy: other threads' callbacks add
                 if key in off or key in disarmed or not all(key in ran for ran in live):
                     continue
                 self._set_local_events(TOOL_ID, code, 0)
@@ -484,19 +484,24 @@ class SysMonRecorder:
             self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed, self._env_off,
                          self._env_on)
             self._env_disarm = []
+        # Each dict is read from a copy (``list`` of a dict is one step for other threads),
+        # since the callbacks of other threads add to them meanwhile.
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
             live, off = self._live_ran, self._off
-            for key in [k for k in off if not all(k in ran for ran in live)]:
-                self._set_local_events(TOOL_ID, off.pop(key), self._events)
+            for key, code in list(off.items()):
+                if not all(key in ran for ran in live) and off.pop(key, None) is not None:
+                    self._set_local_events(TOOL_ID, code, self._events)
             env_live, env_off, env_on = self._env_live, self._env_off, self._env_on
-            for key in [k for k, code in env_off.items()
-                        if not all(code.co_filename in ran for ran in env_live)]:
-                code = env_on[key] = env_off.pop(key)
-                self._set_local_events(ENV_TOOL_ID, code, self._events)
-            for key in [k for k, code in env_on.items()
-                        if all(code.co_filename in ran for ran in env_live)]:
-                code = env_off[key] = env_on.pop(key)
-                self._set_local_events(ENV_TOOL_ID, code, 0)
+            for key, code in list(env_off.items()):
+                if not all(code.co_filename in ran for ran in env_live) and \
+                        env_off.pop(key, None) is not None:
+                    env_on[key] = code
+                    self._set_local_events(ENV_TOOL_ID, code, self._events)
+            for key, code in list(env_on.items()):
+                if all(code.co_filename in ran for ran in env_live) and \
+                        env_on.pop(key, None) is not None:
+                    env_off[key] = code
+                    self._set_local_events(ENV_TOOL_ID, code, 0)
         if self._copies:
             self._restart()
 
@@ -562,15 +567,17 @@ class SysMonRecorder:
 
     def runs(self) -> list[list[Any]]:
         """``[filename, qualname, firstlineno, phase, regions]`` for each code object and
-        context it ran in."""
+        context it ran in (read from copies: other threads may still run)."""
         return [[c.co_filename, c.co_qualname, c.co_firstlineno, phase, list(regions)]
-                for (phase, regions), codes in self._ran.items() for c in codes.values()]
+                for (phase, regions), codes in list(self._ran.items())
+                for c in list(codes.values())]
 
     def env_runs(self) -> list[list[Any]]:
         """``[filename, phase, regions]`` for each file outside the hashed ones whose code
         started, and each context it started in."""
         return [[name, phase, list(regions)]
-                for (phase, regions), names in self._env_ran.items() for name in names]
+                for (phase, regions), names in list(self._env_ran.items())
+                for name in list(names)]
 
 
 WAITS = frozenset({"acquire", "join"})

@@ -208,3 +208,43 @@ def test_code_turned_off_in_its_region_is_recorded_where_it_runs_next(engine: Pa
     doc = recorded(engine, TURNED_OFF)
     assert _regions(doc, "atom/helpers.py", "helper") == ["*", "schedule_s"]
     assert _regions(doc, "atom/util.py", "util_fn") == ["schedule_s", "update_s"]
+
+
+SWITCHING = """\
+import sys, threading
+import lawkit.footprint as fp
+from atom import many
+
+failed = []
+threading.excepthook = lambda args: failed.append(args.exc_value)
+sys.setswitchinterval(1e-6)  # switch threads between about every few bytecodes
+funcs = [getattr(many, f"f{i}") for i in range(600)]
+
+def engine():
+    for i in range(400):
+        with fp.region("schedule_s"):  # every thread in the same context
+            for f in funcs[: i + 1 : 7]:
+                f()
+            funcs[i]()  # a code object new to the context while the others switch
+
+fp.phase("steps")
+threads = [threading.Thread(target=engine) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.exit(f"an engine thread failed: {failed[0]!r}" if failed else 0)
+"""
+
+
+def test_threads_switching_regions_while_others_record_new_code_all_finish(
+        engine: Path) -> None:
+    """A switch reads the recorder's tables while other threads' callbacks add to them (the
+    thread switch interval cut to a microsecond): no switch fails for it, and every code object
+    the threads ran is recorded in their region."""
+    (engine / "atom" / "many.py").write_text(
+        "".join(f"def f{i}():\n    return {i}\n\n" for i in range(600)))
+    doc = recorded(engine, SWITCHING)
+    units = doc["files"]["atom/many.py"]["units"]
+    ran = {name: unit["regions"] for name, unit in units.items() if unit["regions"]}
+    assert ran == {f"f{i}": ["schedule_s"] for i in range(400)}
