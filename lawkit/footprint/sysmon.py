@@ -144,11 +144,18 @@ class SysMonRecorder:
         """The files outside the hashed ones whose code started in each context."""
         self._env_others: tuple[dict[str, None], ...] = ()
         self._env_live: tuple[dict[str, None], ...] = ()
-        self._env_off: dict[int, CodeType] = {}
-        self._env_on: dict[int, CodeType] = {}
-        """Code objects outside the hashed files turned on again at a switch: turned off at a
-        later switch where their file has run in every live context (a region entered again
-        fires nothing for them)."""
+        self._env_codes: dict[str, dict[int, CodeType]] = {}
+        """The code objects outside the hashed files turned off at least once, by file (a
+        file's table only grows, so that a callback on another thread adds to the one a switch
+        reads)."""
+        self._env_off: dict[str, None] = {}
+        """The files some of whose code objects may be turned off: at a switch where such a
+        file has not run in every live context, all of them are turned on again."""
+        self._env_on: dict[str, None] = {}
+        """The files whose code objects were turned on again so: at a later switch where the
+        file has run in every live context, all of them are turned off (a region entered again
+        fires nothing for them). A switch costs the files it turns on or off, not the files
+        off (tens of thousands of a framework's code objects, where the engine runs on one)."""
         self._env_settled: set[str] = set()
         """Files that ran in steps with no region open: nothing more to learn from them."""
         self._env_disarm: list[CodeType] = []
@@ -274,9 +281,11 @@ class SysMonRecorder:
                 if name not in ran:
                     return None
         self._set_local_events(ENV_TOOL_ID, code, 0)
-        key = _identity(code)
-        self._env_off[key] = code
-        self._env_on.pop(key, None)
+        codes = self._env_codes.get(name)
+        if codes is None:
+            codes = self._env_codes.setdefault(name, {})
+        codes[_identity(code)] = code
+        self._env_off[name] = None  # last: a switch takes the file out of it first
         return self._disable
 
     def _on_start(self, code: CodeType, offset: int) -> object:
@@ -460,60 +469,74 @@ class SysMonRecorder:
 
     def _turn_off_seen(self, context: Context) -> None:
         """Turn off the code objects that have run in ``context`` and in every other live
-        context (`_off_in_region`)."""
+        context."""
         seen = self._ran.get(context)
         if not seen:
             return
-        live, disarmed, off = self._live_ran, self._disarmed, self._off
+        off = self._off
+        todo = seen.keys() - off.keys()
+        todo.difference_update(self._disarmed)
+        for ran in self._live_ran:
+            todo = todo & ran.keys()
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-            for key, code in list(seen.items()):  # a copy: other threads' callbacks add
-                if key in off or key in disarmed or not all(key in ran for ran in live):
-                    continue
+            for key in todo:
+                code = seen[key]
                 self._set_local_events(TOOL_ID, code, 0)
                 off[key] = code
 
     def _rearm(self) -> None:
         """Disarm what has run in steps with no region open, then turn on again each code
-        object turned off that has not run in every live context (`_off`); once a copy of
-        hashed code was built, re-arm every code object (``restart_events``), since the
-        process-wide events a copy fires through can only be turned off by ``DISABLE``."""
+        object turned off that has not run in every live context (`_off`), and each one
+        outside the hashed files whose file has not (`_env_off`), turning off those turned on
+        so before whose file now has (`_env_on`); once a copy of hashed code was built, re-arm
+        every code object (``restart_events``), since the process-wide events a copy fires
+        through can only be turned off by ``DISABLE``. The tables are compared with set
+        operations, in C, so that a switch costs what it turns on or off, not what is off
+        (tens of thousands of a framework's code objects, where the engine runs on one), and
+        each is one step for the other threads, whose callbacks add to them meanwhile."""
         if self._settled:
-            self._disarm(TOOL_ID, self._settled, self._disarmed, self._off)
+            off = self._off
+            for code in self._settled:
+                off.pop(_identity(code), None)
+            self._disarm(TOOL_ID, self._settled, self._disarmed)
             self._settled = []
-        if self._env_disarm:
-            self._disarm(ENV_TOOL_ID, self._env_disarm, self._env_disarmed, self._env_off,
-                         self._env_on)
+        if self._env_disarm:  # settled files: every code object of theirs for good
+            disarm = self._env_disarm
             self._env_disarm = []
-        # Each dict is read from a copy (``list`` of a dict is one step for other threads),
-        # since the callbacks of other threads add to them meanwhile.
+            for name in {code.co_filename for code in disarm}:
+                self._env_off.pop(name, None)
+                self._env_on.pop(name, None)
+                disarm.extend(list(self._env_codes.get(name, {}).values()))
+            self._disarm(ENV_TOOL_ID, disarm, self._env_disarmed)
+        events = self._events
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
-            live, off = self._live_ran, self._off
-            for key, code in list(off.items()):
-                if not all(key in ran for ran in live) and off.pop(key, None) is not None:
-                    self._set_local_events(TOOL_ID, code, self._events)
+            off = self._off
+            for key in _not_in_every(off.keys(), self._live_ran):
+                turned = off.pop(key, None)
+                if turned is not None:
+                    self._set_local_events(TOOL_ID, turned, events)
             env_live, env_off, env_on = self._env_live, self._env_off, self._env_on
-            for key, code in list(env_off.items()):
-                if not all(code.co_filename in ran for ran in env_live) and \
-                        env_off.pop(key, None) is not None:
-                    env_on[key] = code
-                    self._set_local_events(ENV_TOOL_ID, code, self._events)
-            for key, code in list(env_on.items()):
-                if all(code.co_filename in ran for ran in env_live) and \
-                        env_on.pop(key, None) is not None:
-                    env_off[key] = code
-                    self._set_local_events(ENV_TOOL_ID, code, 0)
+            for name in _not_in_every(env_off.keys(), env_live):
+                if env_off.pop(name, ...) is None:  # first: a callback adds it back after
+                    env_on[name] = None
+                    self._set_env_events(name, events)
+            for name in _in_every(env_on.keys(), env_live):
+                if env_on.pop(name, ...) is None:
+                    self._set_env_events(name, 0)
+                    env_off[name] = None
         if self._copies:
             self._restart()
 
-    def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType],
-                *switched: dict[int, CodeType]) -> None:
+    def _set_env_events(self, name: str, events: int) -> None:
+        """Set the environment's events of file ``name``'s code objects in `_env_codes`."""
+        for code in list(self._env_codes.get(name, {}).values()):
+            self._set_local_events(ENV_TOOL_ID, code, events)
+
+    def _disarm(self, tool: int, codes: list[CodeType], disarmed: dict[int, CodeType]) -> None:
         """Turn tool ``tool``'s events off for good on each of ``codes`` not yet in
-        ``disarmed`` (noted there, for a forked child to arm again; no longer in the dicts of
-        code objects a switch turns on or off, ``switched``)."""
+        ``disarmed`` (noted there, for a forked child to arm again)."""
         for code in codes:
             key = _identity(code)
-            for known in switched:
-                known.pop(key, None)
             if key not in disarmed:
                 disarmed[key] = code
                 with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
@@ -578,6 +601,24 @@ class SysMonRecorder:
         return [[name, phase, list(regions)]
                 for (phase, regions), names in list(self._env_ran.items())
                 for name in list(names)]
+
+
+def _not_in_every(known: Any, live: tuple[dict[Any, Any], ...]) -> set[Any]:
+    """The keys of ``known`` (a dict's keys) missing from at least one of the ``live`` dicts."""
+    missing: set[Any] = set()
+    for ran in live:
+        missing |= known - ran.keys()
+    return missing
+
+
+def _in_every(known: Any, live: tuple[dict[Any, Any], ...]) -> set[Any]:
+    """The keys of ``known`` (a dict's keys) found in every one of the ``live`` dicts."""
+    if not live:
+        return set(known)
+    common: set[Any] = known & live[0].keys()
+    for ran in live[1:]:
+        common = common & ran.keys()
+    return common
 
 
 WAITS = frozenset({"acquire", "join"})
