@@ -231,6 +231,22 @@ def measure(root: Path, shape: str, rounds: int, steps: int,
     return result
 
 
+def source_trees(items: list[str], taken: tuple[str, ...]) -> dict[str, str] | None:
+    """``--tree LABEL=PATH`` options as {label: resolved path}; None, the error said, where one
+    is not a new label (not in ``taken``) and a source tree with lawkit's recorder in it."""
+    trees: dict[str, str] = {}
+    for item in items:
+        label, sep, path = item.partition("=")
+        if not sep or not label or label in taken or label in trees \
+                or not (Path(path) / "lawkit" / "footprint").is_dir():
+            print(f"--tree {item}: expected LABEL=PATH, a new label and a source tree with "
+                  "lawkit/footprint/ in it (git worktree add /tmp/lawkit-before <commit>)",
+                  file=sys.stderr)
+            return None
+        trees[label] = str(Path(path).resolve())
+    return trees
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -246,16 +262,9 @@ def main() -> int:
     if not skip <= {"floor", "idle hook"}:
         print(f"--skip {args.skip}: only floor and idle hook can be left out", file=sys.stderr)
         return 2
-    trees: dict[str, str] = {}
-    for item in args.tree:
-        label, sep, path = item.partition("=")
-        if not sep or not label or label in VARIANTS or label in trees \
-                or not (Path(path) / "lawkit" / "footprint").is_dir():
-            print(f"--tree {item}: expected LABEL=PATH, a new label and a source tree with "
-                  "lawkit/footprint/ in it (git worktree add /tmp/lawkit-before <commit>)",
-                  file=sys.stderr)
-            return 2
-        trees[label] = str(Path(path).resolve())
+    trees = source_trees(args.tree, VARIANTS)
+    if trees is None:
+        return 2
     if sys.version_info < (3, 12):
         print("skipped: the sys.monitoring recorder and the floor need Python 3.12+")
         return 0
