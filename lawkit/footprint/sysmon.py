@@ -148,10 +148,10 @@ class SysMonRecorder:
         """The code objects outside the hashed files turned off at least once, by file (a
         file's table only grows, so that a callback on another thread adds to the one a switch
         reads)."""
-        self._env_off: dict[str, None] = {}
+        self._env_off: dict[str, bool] = {}
         """The files some of whose code objects may be turned off: at a switch where such a
         file has not run in every live context, all of them are turned on again."""
-        self._env_on: dict[str, None] = {}
+        self._env_on: dict[str, bool] = {}
         """The files whose code objects were turned on again so: at a later switch where the
         file has run in every live context, all of them are turned off (a region entered again
         fires nothing for them). A switch costs the files it turns on or off, not the files
@@ -285,7 +285,7 @@ class SysMonRecorder:
         if codes is None:
             codes = self._env_codes.setdefault(name, {})
         codes[_identity(code)] = code
-        self._env_off[name] = None  # last: a switch takes the file out of it first
+        self._env_off[name] = True  # last: a switch takes the file out of it first
         return self._disable
 
     def _on_start(self, code: CodeType, offset: int) -> object:
@@ -474,10 +474,8 @@ class SysMonRecorder:
         if not seen:
             return
         off = self._off
-        todo = seen.keys() - off.keys()
+        todo = _in_every(seen.keys() - off.keys(), self._live_ran)
         todo.difference_update(self._disarmed)
-        for ran in self._live_ran:
-            todo = todo & ran.keys()
         with contextlib.suppress(ValueError):  # the tool was freed: noted, refused
             for key in todo:
                 code = seen[key]
@@ -517,13 +515,13 @@ class SysMonRecorder:
                     self._set_local_events(TOOL_ID, turned, events)
             env_live, env_off, env_on = self._env_live, self._env_off, self._env_on
             for name in _not_in_every(env_off.keys(), env_live):
-                if env_off.pop(name, ...) is None:  # first: a callback adds it back after
-                    env_on[name] = None
+                if env_off.pop(name, False):  # first: a callback adds it back after
+                    env_on[name] = True
                     self._set_env_events(name, events)
             for name in _in_every(env_on.keys(), env_live):
-                if env_on.pop(name, ...) is None:
+                if env_on.pop(name, False):
                     self._set_env_events(name, 0)
-                    env_off[name] = None
+                    env_off[name] = True
         if self._copies:
             self._restart()
 
@@ -612,7 +610,8 @@ def _not_in_every(known: Any, live: tuple[dict[Any, Any], ...]) -> set[Any]:
 
 
 def _in_every(known: Any, live: tuple[dict[Any, Any], ...]) -> set[Any]:
-    """The keys of ``known`` (a dict's keys) found in every one of the ``live`` dicts."""
+    """The keys of ``known`` (a dict's keys, or a set) found in every one of the ``live``
+    dicts."""
     if not live:
         return set(known)
     common: set[Any] = known & live[0].keys()
