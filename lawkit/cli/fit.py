@@ -61,7 +61,9 @@ def fit(
         show_default=False)] = None,
     captured_on: Annotated[str | None, typer.Option(
         "--captured-on", help="DIGEST|current: the engine digest the captures ran on, when "
-        "they have no 'atom' column or lawkit.atom Parquet metadata.",
+        "they name none: no digest column named after the workspace's key ([digest] key, "
+        "'atom' by default), no lawkit.<key> Parquet metadata, no digest at the trace's "
+        "[trace] digest key.",
         show_default=False)] = None,
     allow_negative: Annotated[bool, typer.Option(
         "--allow-negative", help="Accept negative targets (they are durations otherwise).",

@@ -181,7 +181,7 @@ def test_integer_labels_with_gaps_stay_integers(tmp_path: Path) -> None:
     chunk = one_chunk(write_jsonl(tmp_path / "a.jsonl", rows))
     assert chunk.columns["tp"].tolist() == [1, None, 4, 4]
     assert chunk.valid(["tp"]).tolist() == [True, False, True, True]
-    assert str(chunk.error("tp", 1)).endswith("a.jsonl: column tp, row 2: empty value")
+    assert str(chunk.error("tp", 1)).endswith("a.jsonl: column tp, row 2 (line 2): empty value")
 
 
 # -- finding files ---------------------------------------------------------------------------
@@ -248,8 +248,8 @@ def test_a_bad_number_names_file_column_row_and_what_is_wrong(tmp_path: Path, va
     path.write_text(BAD_CSV.format(value=value))
     message = error_of(path, ColumnSpec(numbers=("host_s", "bs"), labels=("model", "tp"),
                                         nonnegative=("host_s",)))
-    assert message.endswith(f"a.csv: column host_s, row 2: {problem}") or \
-        f"a.csv: column host_s, row 2: {problem}" in message
+    assert message.endswith(f"a.csv: column host_s, row 2 (line 3): {problem}") or \
+        f"a.csv: column host_s, row 2 (line 3): {problem}" in message
 
 
 def test_negative_values_are_fine_where_allowed(tmp_path: Path) -> None:
@@ -276,7 +276,7 @@ def test_an_empty_label_is_invalid(tmp_path: Path) -> None:
     path.write_text('host_s,bs,model,tp\n1,1,a,1\n2,2,"",2\n3,3,,3\n')
     chunk = one_chunk(path, ColumnSpec(numbers=("host_s", "bs"), labels=("model", "tp")))
     assert chunk.valid(["model"]).tolist() == [True, False, False]
-    assert str(chunk.error("model", 1)).endswith("column model, row 2: empty value")
+    assert str(chunk.error("model", 1)).endswith("column model, row 2 (line 3): empty value")
 
 
 def test_rows_in_later_chunks_are_numbered_within_their_file(tmp_path: Path,
@@ -295,17 +295,44 @@ def test_rows_in_later_chunks_are_numbered_within_their_file(tmp_path: Path,
     found = [(c, b) for c, b in bad if b is not None]
     assert len(found) == 1
     chunk, (column, row) = found[0]
-    assert str(chunk.error(column, row)).endswith("a.csv: column host_s, row 151: 'oops' is not "
-                                                  "a number")
+    assert str(chunk.error(column, row)).endswith(
+        "a.csv: column host_s, row 151 (line 152): 'oops' is not a number")
     joined = np.concatenate([c.columns["bs"] for c in chunks])
     assert joined.tolist() == list(range(200))
+
+
+def test_a_bad_value_names_the_file_line_beside_the_row(tmp_path: Path) -> None:
+    """Regression (issue 40): `row 9` was file line 10, and a JSON Lines row after a blank
+    line was not on the line its number says."""
+    csv_path = tmp_path / "a.csv"
+    csv_path.write_text("host_s,bs\n" + "".join(f"0.{i},{i}\n" for i in range(8)) + "x,8\n")
+    assert error_of(csv_path, ColumnSpec(numbers=("host_s", "bs"))).endswith(
+        "a.csv: column host_s, row 9 (line 10): 'x' is not a number")
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text('{"host_s": 1, "bs": 1}\n\n{"host_s": "x", "bs": 2}\n')
+    assert error_of(jsonl, ColumnSpec(numbers=("host_s", "bs"))).endswith(
+        "a.jsonl: column host_s, row 2 (line 3): 'x' is not a number")
+
+
+@pytest.mark.parametrize("chunk_rows", [None, 2])
+def test_a_short_csv_row_names_its_line_not_pyarrows_message(tmp_path: Path,
+                                                              chunk_rows: int | None) -> None:
+    """Regression (issue 40): pyarrow's `Expected 2 columns, got 1: 3` named no line."""
+    path = tmp_path / "short.csv"
+    path.write_text("bs,host_s\n1,0.1\n\n2,0.2\n3\n4,0.4\n")
+    with pytest.raises(CaptureError) as caught:
+        list(read_chunks(find_captures([path])[0], ColumnSpec(numbers=("bs", "host_s")),
+                         chunk_rows=chunk_rows))
+    assert str(caught.value).endswith(
+        "short.csv: row 3 (line 5): 1 fields where the header names 2 columns: give every row "
+        "one value per column (an empty one is an empty field, as in 1,,3)")
 
 
 def test_json_lines_with_mixed_types_name_the_row(tmp_path: Path) -> None:
     rows = [dict(r) for r in ROWS]
     rows[2]["host_s"] = "slow"
     path = write_jsonl(tmp_path / "a.jsonl", rows)
-    assert error_of(path).endswith("a.jsonl: column host_s, row 3: 'slow' is not a number")
+    assert error_of(path).endswith("a.jsonl: column host_s, row 3 (line 3): 'slow' is not a number")
 
 
 def test_json_lines_that_do_not_parse_name_the_line(tmp_path: Path) -> None:

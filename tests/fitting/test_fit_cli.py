@@ -479,8 +479,8 @@ def test_drop_invalid_drops_bad_rows_and_counts_them(tmp_path: Path) -> None:
     result = fit(str(capture), "--formula", FORMULA, "--by", "model_name", "--captured-on",
                  DIGEST, "--out", "a.yaml")
     assert result.exit_code == 2
-    assert "captures/cpu_overheads.csv: column schedule_median, row 2: 'abc' is not a number" \
-        in result.output
+    assert "captures/cpu_overheads.csv: column schedule_median, row 2 (line 3): 'abc' is not a " \
+        "number" in result.output
     ok(str(capture), "--formula", FORMULA, "--by", "model_name", "--captured-on", DIGEST,
        "--out", "a.yaml", "--drop-invalid")
     laws = {law.name: law for law in lawfile.load(tmp_path / "a.yaml").host.laws}
@@ -495,7 +495,7 @@ def test_allow_negative_accepts_negative_targets(tmp_path: Path) -> None:
     path.write_text("x,y\n1,-1.5\n2,-0.5\n3,0.5\n4,1.5\n")
     result = fit(str(path), "--formula", "y ~ x", "--captured-on", DIGEST, "--out", "a.yaml")
     assert result.exit_code == 2
-    assert "neg.csv: column y, row 1: -1.5 is negative" in result.output
+    assert "neg.csv: column y, row 1 (line 2): -1.5 is negative" in result.output
     ok(str(path), "--formula", "y ~ x", "--captured-on", DIGEST, "--out", "a.yaml",
        "--allow-negative")
     (law,) = lawfile.load(tmp_path / "a.yaml").host.laws
@@ -521,7 +521,8 @@ def test_weight_fits_weighted_least_squares_and_records_the_column(tmp_path: Pat
     result = fit(str(path), "--formula", "y ~ x", "--weight", "runs", "--captured-on", DIGEST,
                  "--out", "b.yaml", "--allow-negative")
     assert result.exit_code == 2
-    assert "w.csv: column runs, row 2: -10.0 is negative: a weight is >= 0" in result.output
+    assert "w.csv: column runs, row 2 (line 3): -10.0 is negative: a weight is >= 0" \
+        in result.output
 
 
 # -- digests --------------------------------------------------------------------------------
@@ -638,14 +639,14 @@ BAD = {
                        "captures/cpu_overheads.csv: no column 'num_seqs' (the file has: \"\", "
                        "schedule_mean"),
     "non-numeric": (_bad_cell("abc"), "captures/cpu_overheads.csv: column schedule_median, "
-                                      "row 17: 'abc' is not a number"),
+                                      "row 17 (line 18): 'abc' is not a number"),
     # an empty target cell is a region not entered: left out and counted
-    "empty": (_bad_cell("", "batch_size"), "column batch_size, row 17: empty value"),
-    "NaN": (_bad_cell("NaN"), "column schedule_median, row 17: NaN is not a number"),
-    "infinity": (_bad_cell("inf"), "column schedule_median, row 17: infinity is not a finite "
-                                   "number"),
-    "negative target": (_bad_cell("-0.5"), "column schedule_median, row 17: -0.5 is negative: "
-                                           "a target is a duration"),
+    "empty": (_bad_cell("", "batch_size"), "column batch_size, row 17 (line 18): empty value"),
+    "NaN": (_bad_cell("NaN"), "column schedule_median, row 17 (line 18): NaN is not a number"),
+    "infinity": (_bad_cell("inf"), "column schedule_median, row 17 (line 18): infinity is not "
+                                   "a finite number"),
+    "negative target": (_bad_cell("-0.5"), "column schedule_median, row 17 (line 18): -0.5 is "
+                                           "negative: a target is a duration"),
     "empty selection": (_flag("--formula", FORMULA, "--where", "model_name == 'gpt-5'"),
                         "law schedule_median: no capture row matches where "
                         "'model_name == \"gpt-5\"' (of 78 rows read)"),
@@ -746,6 +747,14 @@ def test_fit_help_names_every_flag() -> None:
                  "--captured-on", "--allow-negative", "--allow-mixed-digests", "--drop-invalid",
                  "--weight", "--out", "--json", "--config"):
         assert flag in result.output
+
+
+def test_fit_help_words_captured_on_by_the_workspace_key_not_atom() -> None:
+    """Regression (issue 40): the help said "no 'atom' column" in a workspace keyed `myeng`."""
+    result = runner.invoke(app, ["fit", "--help"], terminal_width=400)
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "no 'atom' column" not in text
+    assert "no digest column named after the workspace's key ([digest] key" in text
 
 
 def test_the_installed_script_fits(tmp_path: Path) -> None:

@@ -191,7 +191,7 @@ def test_a_bad_value_in_a_scored_row_is_exit_2_unless_dropped_and_counted(tmp_pa
     _captures(tmp_path, rows)
     result = runner.invoke(app, ["score", "laws.yaml", "caps.csv"])
     assert result.exit_code == 2
-    assert "caps.csv: column host_s, row 3: -1.0 is negative" in result.stderr
+    assert "caps.csv: column host_s, row 3 (line 4): -1.0 is negative" in result.stderr
     result = runner.invoke(app, ["score", "laws.yaml", "caps.csv", "--drop-invalid", "--json"])
     assert result.exit_code == 0, result.output
     law = json.loads(result.stdout)["laws"][0]

@@ -199,7 +199,8 @@ def test_a_bad_value_met_on_a_pass_from_the_spill_is_quoted_as_the_file_holds_it
                          where=f"phase == {phase!r} and tp == {tp}", chunk_rows=CHUNK)
     with pytest.raises(CaptureError) as caught:
         fit_laws(request, ws)
-    assert str(caught.value) == "caps/b.csv: column num_tokens, row 400: 'lots' is not a number"
+    assert str(caught.value) == \
+        "caps/b.csv: column num_tokens, row 400 (line 401): 'lots' is not a number"
     assert list(temp.iterdir()) == []
 
 

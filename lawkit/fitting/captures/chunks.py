@@ -7,8 +7,9 @@ what is wrong in words. A fit checks only the rows and columns each law uses, so
 carry other columns (an unnamed index column included) and rows other laws select.
 
 Rows are numbered from 1 within each file, counting data records only (a CSV header is not a
-row; in a CSV file without multi-line quoted fields, row N is line N + 1; in a JSON Lines file
-without blank lines, row N is line N).
+row), and a message names the file line beside the row (`row 9 (line 10)`: in a CSV file,
+row N is line N + 1; in a JSON Lines file, the line the reader found it on) or, for a trace,
+the step the row was made of (`Chunk.places`).
 
 The digest the captures ran on comes from a text column named after the key (`atom`) or, for
 Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`).
@@ -77,6 +78,9 @@ class Chunk:
     spec: ColumnSpec = field(default_factory=ColumnSpec)
     note: str | None = None
     """What the reader left out of the file, for the report: a torn last line."""
+    places: Any = None
+    """Where each row is in the file, in words (an object array), where the row number alone
+    does not say: a JSON Lines line after a blank one, a trace's step; None: from the row."""
     _raw: dict[str, Any] = field(default_factory=dict)
     _empty: dict[str, BoolArray] = field(default_factory=dict)
     _valid: dict[str, BoolArray] = field(default_factory=dict)
@@ -147,8 +151,16 @@ class Chunk:
 
     def error(self, column: str, row: int) -> CaptureError:
         """The CaptureError for an invalid value: file, column, row and what is wrong."""
-        return CaptureError(f"column {column}, row {self.start + row + 1}: "
+        return CaptureError(f"column {column}, {self.row_name(row)}: "
                             f"{self.problem(column, row)}", path=self.capture.shown)
+
+    def row_name(self, row: int) -> str:
+        """How a message names chunk row `row`: its number, and its file line where known."""
+        number = self.start + row + 1
+        if self.places is not None:
+            return f"row {number} ({self.places[row]})"
+        line = {"csv": number + 1, "jsonl": number}.get(self.capture.format)
+        return f"row {number}" if line is None else f"row {number} (line {line})"
 
     @property
     def has_digest_column(self) -> bool:

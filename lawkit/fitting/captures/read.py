@@ -131,6 +131,8 @@ class _Reader:
         self.metadata_digest: str | None = None
         self.note: str | None = None
         self.has_digest_column = False
+        self.line_numbers: list[int] | None = None
+        """Each row's file line, where rows and lines part (a JSON Lines file with blank lines)."""
         self.total_rows: int | None = None
         """Set by a reader that knows the file's row count before reading: the whole file is
         then read batch by batch into arrays of that length (peak memory: the arrays and one
@@ -200,6 +202,9 @@ class _Reader:
         chunk = Chunk(capture=self.capture, file_index=self.file_index, start=self.rows,
                       size=size, columns={}, digest=self.metadata_digest, spec=self.spec,
                       note=self.note)
+        if self.line_numbers is not None:
+            chunk.places = np.array([f"line {n}" for n in
+                                     self.line_numbers[self.rows:self.rows + size]], dtype=object)
         names = batch.schema.names
         for column in self.wanted():
             array = batch.column(names.index(column))
@@ -216,7 +221,7 @@ class _Reader:
                                    (values != self.metadata_digest))
             if clash.size:
                 row = int(clash[0])
-                raise self.fail(f"column {self.spec.digest}, row {self.rows + row + 1}: "
+                raise self.fail(f"column {self.spec.digest}, {chunk.row_name(row)}: "
                                 f"{values[row]!r} differs from the file's metadata "
                                 f"{METADATA_PREFIX}{self.spec.digest} = "
                                 f"{self.metadata_digest!r}")
@@ -295,10 +300,32 @@ class _CsvReader(_Reader):
     """The bytes to read when a torn last line is left out (None: the whole file)."""
 
     def batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+
         names = self._header()
         self.check_columns(names)
         self.keep = self._without_torn_line(names)
-        yield from self._arrow_batches(as_text=False)
+        try:
+            yield from self._arrow_batches(as_text=False)
+        except pa.ArrowInvalid as exc:
+            if "columns, got" not in str(exc):
+                raise
+            raise self.fail(self._row_of_another_width(len(names))) from None
+
+    def _row_of_another_width(self, width: int) -> str:
+        """Which line has another number of fields than the header (pyarrow's message names
+        none), read again with the standard library: an error path only."""
+        with _open_text(self.capture) as f:
+            rows = csv.reader(f)
+            next(rows, None)
+            row = 0
+            for fields in rows:
+                row += bool(fields)  # pyarrow skips blank lines: they are no row
+                if fields and len(fields) != width:
+                    return (f"row {row} (line {rows.line_num}): {len(fields)} fields where the "
+                            f"header names {width} columns: give every row one value per "
+                            "column (an empty one is an empty field, as in 1,,3)")
+        return f"a row does not have the header's {width} columns"
 
     def _without_torn_line(self, names: Sequence[str]) -> int | None:
         """The length of the file before a torn last line, or None when its last line is whole
@@ -427,6 +454,7 @@ class _JsonReader(_Reader):
             batch.clear()
 
         row = line_no = 0
+        lines: list[int] = []
         with _open_text(self.capture) as f:
             while line := f.readline(MAX_JSON_LINE_BYTES + 1):
                 line_no += 1
@@ -442,10 +470,13 @@ class _JsonReader(_Reader):
                 if record is None:
                     break
                 row += 1
+                lines.append(line_no)
                 batch.append(record)
                 if len(batch) >= _JSON_BATCH:
                     take()
         take()
+        if lines and lines[-1] != len(lines):  # blank lines: row N is no longer line N
+            self.line_numbers = lines
         if not row:
             raise self.fail("empty file: expected one JSON object per line" if self.note is None
                             else "no whole row: its only line is torn (a writer killed "
