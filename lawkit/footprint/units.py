@@ -25,12 +25,14 @@ A module body's or class shell's bytes hold its members in one of two ways:
 
 A file that is not valid Python (a syntax error, a null byte, a bad encoding) is one unit:
 ``<module>``, holding every line. Python source holds no null byte, so ``\\0`` only ever marks
-members.
+members. A file nested too deep for Python's parser (``ast`` runs out of stack or memory) is a
+`SourceTooDeep` error naming it: Python cannot compile it either.
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
 import functools
 import gc
 import hashlib
@@ -40,6 +42,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from lawkit.footprint.errors import FootprintError
 
 MODULE = "<module>"
 """The qualified name of a file's module-body unit."""
@@ -95,14 +99,26 @@ class _Def:
         return range(self.first, (self.node.end_lineno or self.node.lineno) + 1)
 
 
-def units_of(source: bytes, schema: int = 2) -> list[Unit]:
+class SourceTooDeep(FootprintError):
+    """A hashed source is nested too deep for Python's parser to cut it into units."""
+
+
+def units_of(source: bytes, schema: int = 2, *, path: str | None = None) -> list[Unit]:
     """The units of one Python source file, the module body first, then in source order.
 
-    ``schema``: whose digests (2, or 1 to compare with a schema-1 footprint).
+    ``schema``: whose digests (2, or 1 to compare with a schema-1 footprint); ``path``: the
+    file's name in a `SourceTooDeep` error.
     """
     if schema not in SCHEMAS:
         raise ValueError(f"unit schema must be one of {SCHEMAS}, got {schema!r}")
-    return list(_units_cached(source, schema))
+    try:
+        return list(_units_cached(source, schema))
+    except (RecursionError, MemoryError) as exc:
+        why = "out of stack" if isinstance(exc, RecursionError) else "out of memory"
+        raise SourceTooDeep(f"nested too deep for Python's parser ({why}), so Python cannot "
+                            "compile it and lawkit cannot cut it into units: split the deep "
+                            "expression, or leave the file out of the digest's include",
+                            path=path or "a hashed source") from None
 
 
 @functools.lru_cache(maxsize=16)
@@ -272,9 +288,11 @@ def _header_lines(node: _DefNode) -> frozenset[int]:
     return frozenset(range(first, last + 1))
 
 
-NORMAL = 1
+NORMAL = 2
 """The version of the normal form `codes_of` hashes (docs/footprints.md): a footprint's unit
-``"code"`` is compared only with codes of the same ``"normal"``."""
+``"code"`` is compared only with codes of the same ``"normal"``. Version 2 adds the file's
+declared encoding to the module body's code: a coding declaration decides what its string
+literals hold."""
 
 
 def codes_of(source: bytes) -> Mapping[str, str] | None:
@@ -282,13 +300,15 @@ def codes_of(source: bytes) -> Mapping[str, str] | None:
     form that leaves out comments, blank lines, docstrings and positions (version `NORMAL`);
     None when the file is not valid Python.
 
-    The whole file is parsed (with its declared encoding). A function is its definition's
-    syntax tree; a module body or class shell its own statements, each member replaced where it
-    stood by its kind, name and header (decorators, arguments, annotations, bases), as a unit's
-    bytes hold it. Every function's, class's and module's leading docstring (a plain string
-    literal standing first in the body) is dropped; an f-string, or any other expression
-    statement, is code. The dump names each node's fields in sorted order and leaves out those
-    that are empty or None, so that 3.11, 3.12 and 3.13 give the same bytes for the same code.
+    The whole file is parsed (with its declared encoding, which the module body's code names,
+    so that a changed coding declaration is code; each unit's literals are its decoded values).
+    A function is its definition's syntax tree; a module body or class shell its own
+    statements, each member replaced where it stood by its kind, name and header (decorators,
+    arguments, annotations, bases), as a unit's bytes hold it. Every function's, class's and
+    module's leading docstring (a plain string literal standing first in the body) is
+    dropped; an f-string, or any other expression statement, is code. The dump names each
+    node's fields in sorted order and leaves out those that are empty or None, so that 3.11,
+    3.12 and 3.13 give the same bytes for the same code.
     """
     return _codes_cached(source)
 
@@ -300,20 +320,27 @@ def _codes_cached(source: bytes) -> Mapping[str, str] | None:
             warnings.simplefilter("ignore")
             tree = ast.parse(source)
         top = _collect(tree.body, prefix="", holder=MODULE, seen={})
-        out = {MODULE: _code_digest(tree, top)}
+        out = {MODULE: _code_digest(tree, top, f"encoding={_declared(source)}\n")}
         todo = list(top)
         while todo:
             d = todo.pop()
             out[d.qualname] = _code_digest(d.node, d.members)
             todo += d.members
-    except (SyntaxError, ValueError, RecursionError):  # ValueError: a null byte
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a null byte
         return None
     return MappingProxyType(out)
 
 
-def _code_digest(node: ast.AST, members: list[_Def]) -> str:
+def _declared(source: bytes) -> str:
+    """The encoding a source decodes by, by its canonical name (a UTF-8 BOM is UTF-8)."""
+    name = _encoding(source)
+    return "utf-8" if name == "utf-8-sig" else name
+
+
+def _code_digest(node: ast.AST, members: list[_Def], head: str = "") -> str:
     marks = {id(m.node): _short_name(m) for m in members}
-    return hashlib.sha256(_dump(node, marks).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256((head + _dump(node, marks)).encode("utf-8", "surrogatepass")
+                          ).hexdigest()
 
 
 _SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -392,16 +419,20 @@ def _layout(data: bytes, schema: int) -> tuple[list[bytes], list[tuple[int, str]
 
 
 def _code_tokens(code: bytes) -> list[tuple[int, str]]:
-    """The tokens that carry code: no comments, blank lines or docstrings; layout as types."""
+    """The tokens that carry code: no comments (a coding declaration, which decides what the
+    literals hold, is code), blank lines or docstrings; layout as types."""
     logical: list[list[tokenize.TokenInfo]] = [[]]
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    encoding = "utf-8"
     for tok in tokenize.tokenize(io.BytesIO(code).readline):
+        if tok.type == tokenize.ENCODING:
+            encoding = _canonical(tok.string)
         if tok.type in skip:
             continue
         logical[-1].append(tok)
         if tok.type == tokenize.NEWLINE:
             logical.append([])
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str]] = [(tokenize.ENCODING, encoding)]
     after_header: bool | None = None  # the first statement of a module is its docstring
     for line in logical:
         code_toks = [t for t in line if t.type not in (tokenize.INDENT, tokenize.DEDENT)]
@@ -413,6 +444,14 @@ def _code_tokens(code: bytes) -> list[tuple[int, str]]:
         layout = (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE)
         out.extend((t.type, "" if t.type in layout else t.string) for t in kept)
     return out
+
+
+def _canonical(encoding: str) -> str:
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return encoding
+    return "utf-8" if name == "utf-8-sig" else name
 
 
 def _without_docstring(line: list[tokenize.TokenInfo],

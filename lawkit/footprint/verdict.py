@@ -1,6 +1,7 @@
 """What a change touches: a footprint's units compared with a target tree.
 
-Each unit of the footprint is unchanged, ``changed`` (its digest differs) or ``absent`` (its
+Each unit of the footprint is unchanged, ``changed`` (its digest differs, or its bytes are the
+same and its code in the normal form is not: a changed coding declaration) or ``absent`` (its
 file or its qualified name is gone); each unit of the target the footprint lacks is ``new``;
 what each counts as, and the verdicts, are `lawkit.footprint.lawverdict`'s rules. A changed
 unit is layout only when its code in the normal form (``units.codes_of``) is the one the
@@ -56,6 +57,8 @@ class FootprintDiff:
     """The regions the footprint saw in steps (``"*"`` included when it occurred)."""
     env: EnvComparison | None = None
     """The footprint's environment compared with the target's (None: it has none)."""
+    normal: int | None = None
+    """An older normal form the footprint's units were recorded under (None: lawkit's)."""
 
     def law(self, target: str) -> tuple[str | None, str]:
         """A law's region (None: it has none) and its verdict (``lawverdict.law_verdict``)."""
@@ -91,6 +94,12 @@ class FootprintDiff:
 
     def note(self) -> str | None:
         """What the comparison could not see, or None (a schema-1 footprint's blind spots)."""
+        if self.schema >= 2 and self.normal is not None:
+            return (f"this footprint's units were recorded under normal form {self.normal} "
+                    f"(lawkit's is {NORMAL}): a unit whose bytes changed counts as code unless "
+                    "git history shows only layout moved, and one whose bytes are equal as "
+                    "unchanged (a changed coding declaration is not seen there); record it again "
+                    "with `lawkit footprint record`")
         if self.schema >= 2:
             return None
         return ("this footprint is schema 1 (lawkit-footprint/1): it cannot see a statement "
@@ -126,14 +135,17 @@ def diff_footprint(footprint: Footprint, target: SourceTree,
         record = footprint.files.get(path)
         if record is None:
             changes += [UnitChange(path, u.qualname, "new", (), "steps")
-                        for u in units_of(target.files[path], schema)]
+                        for u in units_of(target.files[path], schema, path=path)]
         elif path not in target.files:
             changes += [_gone(path, name, u, record.units) for name, u in record.units.items()]
         elif target.sha256(path) != record.sha256:
             old = _Lazy(old_source, path, record.sha256)
             changes += _file_changes(path, record.units, target.files[path], old, schema)
+    older = {u.normal for f in footprint.files.values() for u in f.units.values()
+             if u.normal is not None and u.normal != NORMAL}
     return FootprintDiff(verdict_of(changes), footprint.digest, target.digest, footprint.key,
-                         tuple(changes), schema, footprint.regions)
+                         tuple(changes), schema, footprint.regions,
+                         normal=min(older) if older else None)
 
 
 class _Lazy:
@@ -165,14 +177,14 @@ def _gone(path: str, name: str, rec: UnitRecord, recorded: Mapping[str, UnitReco
 def _file_changes(path: str, recorded: Mapping[str, UnitRecord], source: bytes, old: _Lazy,
                   schema: int) -> list[UnitChange]:
     """The changes within one file that both sides hold."""
-    now = units_of(source, schema)
+    now = units_of(source, schema, path=path)
     by_name = {u.qualname: u for u in now}
     changes: list[UnitChange] = []
     for name, rec in recorded.items():
         unit = by_name.get(name)
         if unit is None:
             changes.append(_gone(path, name, rec, recorded))
-        elif unit.digest != rec.digest:
+        elif unit.digest != rec.digest or _recoded(rec, unit, source, schema):
             layout = _layout_only(rec, unit, source, old, schema)
             changes.append(UnitChange(path, name, "changed", rec.phases,
                                       counts_as(rec.phases, layout), layout, rec.regions,
@@ -196,6 +208,15 @@ def _layout_only(rec: UnitRecord, unit: Unit, source: bytes, old: _Lazy, schema:
     before = old.units(schema).get(unit.qualname)
     return before is not None and before.digest == rec.digest and \
         layout_only(before.data, unit.data, schema)
+
+
+def _recoded(rec: UnitRecord, unit: Unit, source: bytes, schema: int) -> bool:
+    """Whether a unit whose bytes are the recorded ones holds other code: the file's coding
+    declaration changed what its literals decode to (told by the normal form alone)."""
+    if rec.code is None or rec.normal != NORMAL or schema != 2:
+        return False
+    codes = codes_of(source)
+    return codes is not None and codes.get(unit.qualname) != rec.code
 
 
 def _holders(unit: Unit, by_name: Mapping[str, Unit]) -> list[str]:

@@ -102,11 +102,11 @@ def test_the_normal_form_is_pinned_so_a_change_to_it_bumps_normal() -> None:
     # Changing what `codes_of` hashes makes every recorded "code" disagree: bump NORMAL (and
     # the docs) with it, then pin the new digest here.
     codes = codes_of(SAMPLE.encode())
-    assert codes is not None and NORMAL == 1
+    assert codes is not None and NORMAL == 2
     assert codes[MODULE] == PINNED_MODULE, sys.version
 
 
-PINNED_MODULE = "c0c58dfe36fc18070ca6073c7dd389a8f4c5cc24aa25f8bbce387d50f59f5ed6"
+PINNED_MODULE = "c1fd0c0d1f44a97258069c5e97054a7df32fce2edb253f665d8023f3823c901f"
 
 
 def test_comments_blank_lines_docstrings_and_positions_leave_the_code_alone() -> None:
@@ -148,7 +148,8 @@ STEP_FSTRING = b'def step(batch):\n    f"""One step of the engine."""\n    retur
 
 def _footprint(code: str | None, normal: int | None) -> Footprint:
     tree = SourceTree("d1", {"atom/step.py": STEP}, "recorded")
-    units = {u.qualname: UnitRecord(u.digest, ("steps",), ("*",), code=code, normal=normal)
+    units = {u.qualname: UnitRecord(u.digest, ("steps",), ("*",),
+                                    code=code if u.qualname == "step" else None, normal=normal)
              for u in units_of(STEP)}
     return Footprint("atom", "d1", ("python", "run.py"), 1,
                      {"atom/step.py": FileRecord(tree.sha256("atom/step.py"), units)},
@@ -184,3 +185,40 @@ def test_another_normal_or_no_code_falls_back_to_history_then_to_code(code: str 
     fp = _footprint(code, None if code is None else NORMAL + 1)
     assert [u.counts_as for u in _diff(fp, STEP_DOC, history=STEP).units] == ["layout only"]
     assert [u.counts_as for u in _diff(fp, STEP_DOC).units] == ["steps"]
+
+
+LATIN = b"# -*- coding: latin-1 -*-\nLIMIT = 3\n\n\ndef label():\n    return '\xa4 per step'\n"
+EURO = LATIN.replace(b"latin-1", b"iso-8859-15")  # the same bytes: \xa4 is now the euro sign
+
+
+def _coded(source: bytes, normal: int = NORMAL) -> Footprint:
+    """A footprint of one file whose body ran at start-up and whose `label` ran in step_s."""
+    tree = SourceTree("d1", {"atom/label.py": source}, "recorded")
+    codes = codes_of(source)
+    assert codes is not None
+    ran = {MODULE: (("startup",), ()), "label": (("steps",), ("step_s",))}
+    units = {u.qualname: UnitRecord(u.digest, *ran[u.qualname], code=codes[u.qualname],
+                                    normal=normal) for u in units_of(source)}
+    return Footprint("atom", "d1", ("python", "run.py"), 1,
+                     {"atom/label.py": FileRecord(tree.sha256("atom/label.py"), units)},
+                     python="3.12.1", regions=("step_s",))
+
+
+def test_a_changed_coding_declaration_is_code_in_the_units_whose_literals_it_decodes() -> None:
+    diff = diff_footprint(_coded(LATIN), SourceTree("d2", {"atom/label.py": EURO}, "edited"))
+    changed = {u.unit: (u.change, u.layout_only, u.counts_as) for u in diff.units}
+    assert changed == {MODULE: ("changed", False, "startup"),
+                       "label": ("changed", False, "steps")}
+    assert diff.law("step_s") == ("step_s", "steps") and diff.note() is None
+
+
+def test_units_recorded_under_the_older_normal_form_are_changed_only_where_their_bytes_are(
+) -> None:
+    diff = diff_footprint(_coded(LATIN, normal=1), SourceTree("d2", {"atom/label.py": EURO},
+                                                              "edited"),
+                          lambda _path, _sha: LATIN)
+    assert [(u.unit, u.counts_as) for u in diff.units] == [(MODULE, "startup")]
+    note = diff.note()
+    assert note is not None and "\n" not in note
+    assert note.startswith("this footprint's units were recorded under normal form 1 "
+                           f"(lawkit's is {NORMAL})")

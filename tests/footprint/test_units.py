@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from pathlib import Path
 
+from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, write_footprint
 from lawkit.footprint.ran import phases_of_units
 from lawkit.footprint.units import MODULE, layout_only, units_of
+from testing.cli import invoke
 
 SOURCE = b'''"""A module."""
 import os
@@ -220,3 +224,25 @@ def test_a_function_ran_when_its_body_ran_its_def_line_counts_for_its_holder() -
     assert imported == {MODULE: {"startup"}, "f": set(), "one": set()}
     called = phases_of_units(units, {"steps": [(-3, 4), (4, -3), (-6, 6), (6, -6)]})
     assert called == {MODULE: set(), "f": {"steps"}, "one": {"steps"}}
+
+
+def test_a_source_too_deep_for_the_parser_is_a_one_line_error_naming_it_in_footprint_diff(
+        tmp_path: Path) -> None:
+    (tmp_path / "atom").mkdir()
+    (tmp_path / "atom" / "__init__.py").write_bytes(b"")
+    deep = tmp_path / "atom" / "deep.py"
+    deep.write_bytes(b"X = 1\n")
+    (tmp_path / "lawkit.toml").write_text('[digest]\npackages = ["atom"]\n')
+    files = {rel: FileRecord(hashlib.sha256(data).hexdigest(),
+                             {u.qualname: UnitRecord(u.digest, ("startup",), ())
+                              for u in units_of(data)})
+             for rel, data in (("atom/__init__.py", b""), ("atom/deep.py", b"X = 1\n"))}
+    write_footprint(Footprint("atom", "0" * 8, ("python",), 1, files), tmp_path / "fp.json")
+    for depth in (b"1+" * 200_000 + b"1", b"-" * 200_000 + b"1"):  # out of stack, of memory
+        deep.write_bytes(b"X = " + depth + b"\n")
+        with contextlib.chdir(tmp_path):
+            result = invoke("footprint", "diff", "fp.json")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("lawkit: error: atom/deep.py: nested too deep for "
+                                         "Python's parser ("), result.stderr
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
