@@ -88,25 +88,48 @@ def rekey(
     to: str | None = None,
     from_: str | None = None,
     adopt: bool = False,
+    accept_env: bool = False,
+    env: str | Path | None = None,
     dry_run: bool = False,
     paths: Sequence[str | Path] | None = None,
     engine: str | Path | None = None,
     laws: str | Path | None = None,
     config: str | Path | None = None,
     at: datetime.datetime | None = None,
-    require: str | None = None,
+    require: Literal["untouched", "startup"] | None = None,
 ) -> RekeyReport:
     """`lawkit rekey`: move laws to `to` (default: the current digest) without a refit.
 
-    `require="untouched"` refuses (nothing written) unless every file's footprint verdict is
-    `untouched`; the report's `verdicts` hold each file's.
+    `env` names the target environment the footprints are compared with (`--env`: "current"
+    or a lock file or manifest; default: the config's `environment`); `accept_env=True`
+    accepts it as the laws' new baseline (`--accept-env`), the keys kept; `adopt=True` vouches
+    for laws as they are (`--adopt`). `require` ("untouched" or "startup"; default: the
+    config's `[rekey] require`) refuses (nothing written) a law whose footprint verdict it does
+    not pass; the report's `verdicts` hold each file's.
     """
-    from lawkit.keying.rekey import rekey as rekey_files
+    from lawkit.errors import LawkitError
+    from lawkit.keying import rekey as lib
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
-    return rekey_files(ws, why=why, refs=refs, to=to, from_=from_, adopt=adopt, dry_run=dry_run,
-                       paths=[Path(p) for p in paths] if paths is not None else None, at=at,
-                       require=require)
+    if adopt and (accept_env or to is not None or require is not None or env is not None):
+        raise LawkitError("adopt vouches for laws as they are, at the digest each file names: "
+                          "leave out accept_env, to, require and env")
+    if accept_env and (to is not None or from_ is not None):
+        raise LawkitError("accept_env keeps each file's key: leave out to and from_")
+    where = [Path(p) for p in paths] if paths is not None else None
+    if adopt:
+        return lib.adopt(ws, why=why, from_=from_, dry_run=dry_run, paths=where, at=at)
+    spec = None
+    if accept_env or env is not None or ws.environment or ws.python:
+        from lawkit.footprint.envverdict import env_spec
+
+        spec = env_spec(ws, None if env is None else str(env))
+    if accept_env:
+        assert spec is not None
+        return lib.accept_env(ws, why=why, env=spec, refs=refs, dry_run=dry_run, paths=where,
+                              at=at, require=require)
+    return lib.rekey(ws, why=why, refs=refs, to=to, from_=from_, dry_run=dry_run, paths=where,
+                     at=at, require=require, env=spec)
 
 
 def fit(
@@ -128,7 +151,7 @@ def fit(
     cv: str | int | None = None,
     footprint: str | Path | None = None,
     why: str | None = None,
-    require: Literal["untouched"] | None = None,
+    require: Literal["untouched", "startup"] | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -141,7 +164,9 @@ def fit(
     `cv` is `--cv`: a column (leave one value out) or a number of folds;
     `footprint` binds the laws to the footprint of the capture runs (`fit --footprint`);
     `why` and `require` re-key the laws of `out` the fit keeps when it moves the file's key
-    (`fit --why`, `--require`): without `why`, such a fit is a RefusalError.
+    (`fit --why`, `--require`; default: the config's `[rekey] require`), each judged as
+    `rekey` judges it, the config's environment included: without `why`, such a fit is a
+    RefusalError.
     """
     from lawkit.fitting import fit as lib
     from lawkit.fitting.request import build_request

@@ -13,9 +13,12 @@ from typing import Any
 from lawkit.errors import ConfigError, LawkitError, printable
 
 CONFIG_NAME = "lawkit.toml"
-_TOP_KEYS = {"laws", "digest", "score", "environment", "python"}
+_TOP_KEYS = {"laws", "digest", "score", "environment", "python", "rekey"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _SCORE_KEYS = {"max_mape"}
+_REKEY_KEYS = {"require"}
+REQUIRE_LEVELS = ("untouched", "startup")
+"""The values of `--require` and `[rekey] require`, strictest first (`lawkit.footprint.require`)."""
 _KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _LOWER_HEX = re.compile(r"[0-9a-f]*\Z")
 
@@ -105,6 +108,9 @@ class Workspace:
     relative to the root): every command's default for ``--env``; None: not compared."""
     python: str | None = None
     """The exact Python version compared with a footprint's (a lock file names none)."""
+    require: str | None = None
+    """The workspace's policy for re-keys (`[rekey] require`): every command's default for
+    ``--require``; None: no policy."""
 
     def advice(self, text: str) -> str:
         """`text`, advice naming config keys, as `ConfigSource.advice` gives it."""
@@ -257,7 +263,8 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
     return Workspace(root=base.absolute(), config_path=path, laws=laws.absolute(), digest=digest,
                      max_mape=_score_threshold(section, prefix, path),
                      environment=_optional(section, "environment", prefix, path),
-                     python=_python_version(section, prefix, path))
+                     python=_python_version(section, prefix, path),
+                     require=_rekey_require(section, prefix, path))
 
 
 def _optional(section: dict[str, Any], name: str, prefix: str, path: Path) -> str | None:
@@ -280,6 +287,20 @@ def _python_version(section: dict[str, Any], prefix: str, path: Path) -> str | N
     if not re.fullmatch(r"\d+\.\d+\.\d+((a|b|rc)\d+)?", value):
         where = f"{prefix}.python" if prefix else "python"
         raise ConfigError(f"{where}: expected an exact Python version such as \"3.12.3\", got "
+                          f"{value!r}", path=str(path))
+    return value
+
+
+def _rekey_require(section: dict[str, Any], prefix: str, path: Path) -> str | None:
+    """`[rekey] require`: one of `REQUIRE_LEVELS`, None when not set."""
+    rekey = section.get("rekey", {})
+    rprefix = f"{prefix}.rekey" if prefix else "rekey"
+    if not isinstance(rekey, dict):
+        raise ConfigError(f"{rprefix}: expected a table", path=str(path))
+    _reject_unknown(rekey, _REKEY_KEYS, rprefix, path)
+    value = rekey.get("require")
+    if value is not None and value not in REQUIRE_LEVELS:
+        raise ConfigError(f"{rprefix}.require: expected \"untouched\" or \"startup\", got "
                           f"{value!r}", path=str(path))
     return value
 

@@ -94,8 +94,9 @@ def fit(
         "the fit entry, each kept law's verdict printed); without it, such a fit is refused.",
         show_default=False)] = None,
     require: Annotated[str | None, typer.Option(
-        "--require", metavar="untouched", help="Refuse, writing nothing, unless every kept law "
-        "re-keyed has this footprint verdict (as lawkit rekey --require).",
+        "--require", metavar="untouched|startup", help="Refuse, writing nothing, unless every "
+        "kept law re-keyed has a verdict this policy passes, judged as lawkit rekey judges it "
+        "(default: [rekey] require in the config).",
         show_default=False)] = None,
     format: FormatOption = None,
     json: JsonOption = False,

@@ -15,7 +15,9 @@ entry, and each gets its verdict on the footprint of its own fit (`kept_laws_rek
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace, digest_problem
@@ -82,12 +84,12 @@ def resolve_digest(scan: Scan, request: FitRequest, ws: Workspace) -> tuple[str,
 
 def check_rekey_options(request: FitRequest) -> None:
     """Refuse a `--why` that is not one line of text, or a `--require` value `rekey` refuses."""
-    from lawkit.keying.footprints import check_require
+    from lawkit.footprint.require import Require
     from lawkit.keying.rekey import one_line
 
     if request.why is not None:
         one_line(request.why, "--why")
-    check_require(request.require)
+    Require.of(request.require)
 
 
 def kept_laws_rekey(existing: LawFile | None, fitted: Collection[str], digest: str,
@@ -98,7 +100,8 @@ def kept_laws_rekey(existing: LawFile | None, fitted: Collection[str], digest: s
     the footprint of its own fit; (None, []) when the fit keeps none or the key stays.
 
     Refused (nothing written) without `--why`, naming each kept law and the two digests; and
-    with `--require untouched`, when a kept law's verdict is another.
+    where the policy (`--require`, else the config's `[rekey] require`) refuses a kept law's
+    verdict, judged as `rekey` judges it (the config's environment included).
     """
     if existing is None:
         return None, []
@@ -114,35 +117,31 @@ def kept_laws_rekey(existing: LawFile | None, fitted: Collection[str], digest: s
             "they would name a digest they were not fitted on; refit them too, or pass --why "
             "TEXT saying why the change cannot move their host time (a rekey entry records it, "
             "with each kept law's verdict); nothing was written", path=shown)
-    from lawkit.footprint.history import git_old_source
-    from lawkit.footprint.trees import work_tree_sources
+    from lawkit.footprint.require import Require
     from lawkit.keying import footprints
     from lawkit.keying.rekey import one_line
 
-    raw = existing.text.encode("utf-8")
-    verdicts = footprints.verdicts_of(ws, [(shown, raw)], lambda: work_tree_sources(ws.digest),
-                                      old_source=git_old_source(ws.digest))
+    spec = None
+    if ws.environment or ws.python:  # the environment exactly as rekey compares it
+        from lawkit.footprint.envverdict import env_spec
+
+        spec = env_spec(ws)
+    verdicts = footprints.judged_on_work_tree(ws, [(shown, existing.text.encode("utf-8"))],
+                                              spec, Require.of(request.require, ws), kept=kept)
     judged = [law for v in verdicts for law in v.laws if law.name in kept]
-    bad = [law for law in judged if request.require is not None and
-           law.verdict != request.require]
-    if bad:
-        laws = ", ".join(f"{law.name} ({law.target}) {law.verdict}" for law in bad)
-        raise RefusalError(
-            f"--require {request.require}: {len(bad)} kept law{'s' if len(bad) != 1 else ''} "
-            f"not {request.require}: {laws}; footprint verdict {verdicts[0].summary()}; the "
-            "change touches code their capture runs executed: refit them too, from fresh "
-            "captures; nothing was written", path=shown)
     fields = {"from": named, "to": digest, "at": at, "why": one_line(request.why, "--why"),
               "refs": [], "laws": kept}
     return fields, judged
 
 
 def provenance_path(capture: Capture, ws: Workspace) -> str:
-    """Relative to the workspace root, or the bare file name outside it: never absolute."""
+    """Relative to the workspace root inside it; outside it, absolute (a bare file name would
+    name a file nobody can find again)."""
+    absolute = Path(os.path.abspath(capture.path))
     try:
-        return capture.path.relative_to(ws.root).as_posix()
+        return absolute.relative_to(ws.root).as_posix()
     except ValueError:
-        return capture.path.name
+        return absolute.as_posix()
 
 
 def timestamp(now: datetime.datetime | None) -> str:

@@ -17,6 +17,7 @@ R's time (`law_verdict`).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -161,6 +162,15 @@ NOT_COMPARED = ("environment: not compared (set [tool.lawkit] environment, or pa
 """The one line a report gives where a footprint has an environment and no target is set."""
 
 
+def env_option(source: str | None) -> str:
+    """``--env SOURCE `` for a fix line's command, so that it compares with the same target as
+    the report that printed it ("" where only the config's Python was compared: the command
+    reads the config too)."""
+    if source is None or source.startswith("python "):
+        return ""
+    return f"--env {shlex.quote(source)} "
+
+
 @dataclass(frozen=True)
 class EnvUnit:
     """One difference of the environment (`envdiff.EnvChange`) and where its distribution ran
@@ -243,17 +253,9 @@ class EnvComparison:
         return printable(f"the environment {self.source} differs from the footprint's: "
                          f"{'; '.join(e.line() for e in self.changes)}: refit from captures "
                          "taken there, or if the laws still hold accept it with lawkit rekey "
-                         "--env --why TEXT")
+                         f"--accept-env {env_option(self.source)}--why TEXT")
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as in ``--json`` outputs."""
         return {"target": self.source, "changes": [e.to_json() for e in self.changes],
                 "unpackaged": list(self.unpackaged)}
-
-
-def moved_reason(units: Iterable[UnitChange], env: EnvComparison | None) -> str:
-    """Why a footprint verdict is not untouched, and what to do, on one line: the
-    environment's reason (`EnvComparison.reason`), else the engine's changed code."""
-    code_moves = verdict_of(units) != "untouched"
-    return (env.reason(code_moves) if env is not None else None) or \
-        "the change touches code the capture runs executed: refit from fresh captures"

@@ -15,12 +15,12 @@ not the one the fit named. Law files naming the same footprint share one compari
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace
-from lawkit.errors import LawkitError, printable
+from lawkit.errors import LawkitError, RefusalError, printable
 from lawkit.footprint.binding import ReadFile, bound_footprint
 from lawkit.footprint.document import Footprint
 from lawkit.footprint.lawverdict import worst_verdict
@@ -30,10 +30,7 @@ from lawkit.lawfiles import yamlsafe
 
 if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
-
-REQUIRE = ("untouched",)
-"""The values of `--require`: the verdict every law file must have."""
-
+    from lawkit.footprint.require import Require
 
 @dataclass(frozen=True)
 class LawVerdict:
@@ -275,14 +272,39 @@ def _judged_on(host: Mapping[str, Any], laws: Sequence[tuple[str, str]],
     return [(name, target, evidence[name] or [None]) for name, target in laws]
 
 
-def failing_laws(verdicts: Iterable[FileVerdict], require: str | None) -> list[LawVerdict]:
-    """The laws whose verdict fails ``--require`` (none without it)."""
+def judged_on_work_tree(ws: Workspace, files: list[tuple[str, bytes]], env: EnvSpec | None,
+                        require: Require | None, *, kept: Collection[str] | None = None,
+                        ) -> list[FileVerdict]:
+    """Each (shown path, bytes) law file's verdict and its laws' against the engine's work
+    tree and ``env`` (what runs now, whatever the re-key's target digest): how `rekey` and
+    `fit`'s kept laws judge, by one rule. Under ``require`` the environment is strict and a law
+    it refuses (of ``kept`` only, when given) is a `RefusalError` naming each, nothing
+    written."""
+    from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.trees import work_tree_sources
+
+    if env is not None and require is not None:
+        env = dataclasses.replace(env, strict=require.strict)
+    verdicts = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
+                           old_source=git_old_source(ws.digest), env=env)
     if require is None:
-        return []
-    return [law for v in verdicts for law in v.laws if law.verdict != require]
+        return verdicts
+    bad = require.failing(law for v in verdicts for law in v.laws
+                          if kept is None or law.name in kept)
+    if bad:
+        first = next(v for v in verdicts if v.path == bad[0].file)
+        raise RefusalError(require.refusal(bad, f"footprint verdict {first.summary()}",
+                                           env_reason(first), kept=kept is not None),
+                           path=first.path)
+    return verdicts
 
 
-def check_require(require: str | None) -> None:
-    """Refuse a `--require` value other than those of ``REQUIRE``."""
-    if require is not None and require not in REQUIRE:
-        raise LawkitError(f"--require {require!r}: expected one of {', '.join(REQUIRE)}")
+def env_reason(verdict: FileVerdict) -> str | None:
+    """Why the environment, not the engine's code, makes a file's laws move, and what to do;
+    None where the engine's code is the reason (or nothing was compared)."""
+    from lawkit.footprint.lawverdict import verdict_of
+
+    diff = verdict.diff
+    if diff is None or diff.env is None:
+        return None
+    return diff.env.reason(verdict_of(diff.units) != "untouched")

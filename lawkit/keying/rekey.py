@@ -1,8 +1,11 @@
 """`lawkit rekey`: move laws to a new digest without a refit, one provenance line per file.
 
-Each law file whose key differs from the target gets exactly two text edits (see `textedit`):
-the key's scalar and one appended `rekey` entry; with `adopt`, a file without provenance, or
-whose laws were edited by hand, gets one `adopt` entry and nothing else. Every edited text is
+Three runs over one skeleton (`_apply`: read under the laws folder's lock, prepare each file,
+refuse or write all): `rekey`, where each law file whose key differs from the target gets
+exactly two text edits (see `textedit`), the key's scalar and one appended `rekey` entry;
+`adopt`, where a file without provenance, or whose laws were edited by hand, gets one `adopt`
+entry and nothing else; `accept_env`, where a file whose footprints' environment differs from
+the target gets one `rekey` entry with an `env` clause, the key kept. Every edited text is
 re-parsed and compared with what the edit intends before anything is written; any refusal
 writes nothing at all (docs/commands.md, `lawkit rekey`).
 """
@@ -15,14 +18,14 @@ import dataclasses
 import datetime
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawkit import fsio
 from lawkit.config import Workspace, require_digest
-from lawkit.errors import LawkitError, RefusalError
+from lawkit.errors import LawkitError, RefusalError, printable
 from lawkit.keying.check import (
     identity_of,
     integrity_problems,
@@ -39,6 +42,7 @@ from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
+    from lawkit.footprint.require import Require
     from lawkit.keying.checkcache import CheckCache
 
 LOCK_WAIT_S = 5.0
@@ -74,7 +78,6 @@ class RekeyReport:
 
     key: str
     to: str | None
-    adopt: bool
     dry_run: bool
     changed: list[Change] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
@@ -85,7 +88,17 @@ class RekeyReport:
     diff: str = ""
     verdicts: list[FileVerdict] = field(default_factory=list)
     """The footprint verdict of each file re-keyed, against the work tree (docs/footprints.md)."""
-    require: str | None = None
+    require: Require | None = None
+    """The policy the verdicts passed (`lawkit.footprint.require`); None: none was set."""
+    kind: str = "rekey"
+    """``rekey``, ``adopt`` or ``env`` (the target environment accepted, the keys kept)."""
+    target_env: str | None = None
+    """For ``env``: the target environment accepted, as reports name it."""
+
+    @property
+    def adopt(self) -> bool:
+        """Whether this was an adoption."""
+        return self.kind == "adopt"
 
     @property
     def exit_code(self) -> int:
@@ -93,7 +106,8 @@ class RekeyReport:
         return 1 if self.problems else 0
 
     def lines(self) -> list[str]:
-        """One line per file changed or skipped, then the summary."""
+        """One line per file changed or skipped, the warning over `steps` laws, then the
+        summary."""
         verb = "would " if self.dry_run else ""
         out = []
         for c in self.changed:
@@ -110,11 +124,27 @@ class RekeyReport:
                 out += self._verdict_lines(c.path)
         out += [f"skipped {s.path}: {s.reason}" for s in self.skipped]
         out += [p.text() for p in self.problems]
-        return [*out, self.summary()]
+        warning = self.warning()
+        return [*out, *([warning] if warning else []), self.summary()]
+
+    def warning(self) -> str | None:
+        """With no policy set, one line naming the laws re-keyed over a ``steps`` verdict (code
+        their capture runs executed in steps changed); None when there are none."""
+        changed = {c.path for c in self.changed}
+        laws = [f"{law.name} ({law.target})" for v in self.verdicts if v.path in changed
+                for law in v.laws if law.verdict == "steps"]
+        if self.require is not None or not laws:
+            return None
+        done = "would re-key" if self.dry_run else "re-keyed"
+        return printable(f"warning: {done} {len(laws)} law{'s' if len(laws) != 1 else ''} "
+                         f"whose verdict is steps ({', '.join(laws)}): code their capture runs "
+                         "executed in steps changed, so they may no longer hold; refit them "
+                         "(lawkit fit CAPTURE... --out FILE), and set [rekey] require = "
+                         "\"startup\" in the config so that such a re-key is refused")
 
     def _verdict_lines(self, path: str) -> list[str]:
         """A re-keyed file's footprint verdict, then each of its laws' (`<file>  <law>
-        (<target>)  <verdict>`), when it names a footprint or one is required."""
+        (<target>)  <verdict>`), when it names a footprint or a policy is set."""
         return [line for v in self.verdicts
                 if v.path == path and (v.footprint is not None or self.require is not None)
                 for line in [f"  footprint verdict {v.summary()}",
@@ -124,17 +154,23 @@ class RekeyReport:
         """One line: how many files changed, were already at the target, were skipped."""
         n = len(self.changed)
         files = f"{n} law file{'s' if n != 1 else ''}"
-        if self.adopt:
+        at = f"{self.key}={self.to}"
+        if self.kind == "adopt":
             head = f"{'would adopt' if self.dry_run else 'adopted'} {files}" if n else \
                 "nothing to adopt"
+        elif self.kind == "env":
+            head = f"{'would accept' if self.dry_run else 'accepted'} the environment " \
+                   f"{self.target_env} in {files}" if n else \
+                f"nothing to accept: no law file's environment differs from {self.target_env}"
+            at = "its environment"
         else:
-            head = f"{'would rekey' if self.dry_run else 'rekeyed'} {files} to " \
-                   f"{self.key}={self.to}" if n else "nothing to rekey"
+            head = f"{'would rekey' if self.dry_run else 'rekeyed'} {files} to {at}" if n \
+                else "nothing to rekey"
         if not (n or self.unchanged or self.skipped):
             return f"{head}: no law files"
         rest = []
         if self.unchanged:
-            rest.append(f"{len(self.unchanged)} already at {self.key}={self.to}")
+            rest.append(f"{len(self.unchanged)} already at {at}")
         if self.skipped:
             rest.append(f"{len(self.skipped)} skipped")
         if self.problems:
@@ -146,7 +182,9 @@ class RekeyReport:
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON document."""
         return {
-            "key": self.key, "to": self.to, "adopt": self.adopt, "dry_run": self.dry_run,
+            "key": self.key, "to": self.to, "kind": self.kind, "adopt": self.adopt,
+            "dry_run": self.dry_run, "target_env": self.target_env,
+            "require": None if self.require is None else self.require.level,
             "changed": [{"path": c.path, "kind": c.kind, "from": c.from_, "to": c.to}
                         for c in self.changed],
             "unchanged": self.unchanged,
@@ -155,6 +193,7 @@ class RekeyReport:
             "diff": self.diff,
             "verdicts": [v.to_json() for v in self.verdicts],
             "laws": [law.to_json() for v in self.verdicts for law in v.laws],
+            "warning": self.warning(),
         }
 
 
@@ -203,114 +242,207 @@ def rekey(
     refs: Sequence[str] = (),
     to: str | None = None,
     from_: str | None = None,
-    adopt: bool = False,
     dry_run: bool = False,
     paths: Sequence[Path] | None = None,
     at: datetime.datetime | None = None,
     cache: CheckCache | None = None,
     require: str | None = None,
     env: EnvSpec | None = None,
-    accept_env: bool = False,
 ) -> RekeyReport:
     """Re-key the workspace's law files (or `paths`) to `to` (default: the current digest).
 
-    With `adopt`, append an `adopt` entry instead to each file that has no provenance or whose
-    laws were edited by hand since their newest fit or adoption. With
-    `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not validated
-    again, and what `check` will find in each file written goes into it. With `require`
-    ("untouched"), a file re-keyed whose footprint verdict differs is a refusal. ``env`` is the
-    target environment footprints are compared with; with `accept_env`, each file bound to a
-    footprint whose environment differs from it gets one ``rekey`` entry with an ``env`` clause
-    (the key kept) that makes it the file's new baseline.
+    With `check`'s `cache`, a file it vouches for (valid, its provenance in order) is not
+    validated again, and what `check` will find in each file written goes into it. Each file
+    re-keyed gets its footprint verdict against the work tree and ``env`` (the target
+    environment); the policy (``require``, else the workspace's ``[rekey] require``:
+    `lawkit.footprint.require`) refuses a law whose verdict it does not pass.
     """
-    length, key = ws.digest.length, ws.digest.key
-    why = one_line(why, "--why")
-    refs = [one_line(ref, "--ref") for ref in refs]
+    from lawkit.footprint.require import Require
+
+    run = _Run.of(ws, why, refs, at, dry_run, cache)
     if from_ is not None:
-        require_digest(from_, "--from", length)
-    if adopt and to is not None:
-        raise LawkitError("--to does not apply with --adopt: an adoption records the digest each "
-                          "file names; run lawkit rekey afterwards to move the keys")
-    _check_require(require, adopt)
-    if accept_env and (adopt or to is not None or from_ is not None or env is None
-                       or env.source is None):
-        raise LawkitError("--env accepts the target environment as the laws' new baseline: "
-                          "name one (--env current|FILE, or [tool.lawkit] environment), and "
-                          "leave out --adopt, --to and --from")
-    if env is not None:
-        env = dataclasses.replace(env, strict=require is not None)
-    target = None if adopt else \
-        require_digest(to, "--to", length) if to is not None else current_digest(ws)
-    files = named_law_files(ws, paths) if paths else law_paths(ws.laws, ws)
-    stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
-    when = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-    report = RekeyReport(key=key, to=target, adopt=adopt, dry_run=dry_run, require=require)
-    lock = contextlib.nullcontext() if dry_run else \
+        require_digest(from_, "--from", ws.digest.length)
+    policy = Require.of(require, ws)
+    target = require_digest(to, "--to", ws.digest.length) if to is not None else \
+        current_digest(ws)
+    report = RekeyReport(key=run.key, to=target, dry_run=dry_run, require=policy)
+
+    def prepare(file: _File) -> _Prepared:
+        path, shown, raw, known = file
+        assert isinstance(raw, bytes)
+        return _prepare_rekey(path, shown, raw, known, run.key, target, run.when, why,
+                              run.refs, from_)
+
+    def judge(prepared: list[_Prepared], _outcomes: list[_Outcome]) -> None:
+        report.verdicts.extend(_verdicts(ws, [(p.shown, p.old) for p in prepared], policy,
+                                         env))
+
+    with _reading(ws, paths, run) as files:
+        return _apply(run, report, files, prepare, judge, paths)
+
+
+def adopt(
+    ws: Workspace,
+    *,
+    why: str,
+    from_: str | None = None,
+    dry_run: bool = False,
+    paths: Sequence[Path] | None = None,
+    at: datetime.datetime | None = None,
+    cache: CheckCache | None = None,
+) -> RekeyReport:
+    """Append an `adopt` entry to each law file (or of `paths`) that has no provenance or
+    whose laws were edited by hand since their newest fit or adoption, at the digest it names;
+    the report's problems say which files still name another digest than the engine's."""
+    run = _Run.of(ws, why, (), at, dry_run, cache)
+    if from_ is not None:
+        require_digest(from_, "--from", ws.digest.length)
+    report = RekeyReport(key=run.key, to=None, dry_run=dry_run, kind="adopt")
+
+    def prepare(file: _File) -> _Prepared:
+        path, shown, raw, _known = file
+        assert isinstance(raw, bytes)
+        return _prepare_adopt(path, shown, raw, run.key, run.when, why, from_)
+
+    def judge(_prepared: list[_Prepared], outcomes: list[_Outcome]) -> None:
+        report.problems.extend(_still_stale(ws, outcomes))
+
+    with _reading(ws, paths, run) as files:
+        return _apply(run, report, files, prepare, judge, paths)
+
+
+def accept_env(
+    ws: Workspace,
+    *,
+    why: str,
+    env: EnvSpec,
+    refs: Sequence[str] = (),
+    dry_run: bool = False,
+    paths: Sequence[Path] | None = None,
+    at: datetime.datetime | None = None,
+    cache: CheckCache | None = None,
+    require: str | None = None,
+) -> RekeyReport:
+    """Accept the target environment ``env`` as the new baseline of each law file (or of
+    `paths`) bound to a footprint whose environment differs from it: one ``rekey`` entry with
+    an ``env`` clause, the key kept. Each law is judged on the footprint it was fitted on, and
+    the policy refuses as for a re-key."""
+    from lawkit.footprint.require import Require
+
+    if env.source is None:
+        raise LawkitError("--accept-env accepts a target environment as the laws' new "
+                          "baseline: name one with --env current|FILE, or set [tool.lawkit] "
+                          "environment")
+    run = _Run.of(ws, why, refs, at, dry_run, cache)
+    policy = Require.of(require, ws)
+    report = RekeyReport(key=run.key, to=None, dry_run=dry_run, require=policy, kind="env",
+                         target_env=env.source)
+    with _reading(ws, paths, run) as files:
+        judged = _verdicts(ws, [(f[1], f[2]) for f in files if isinstance(f[2], bytes)],
+                           policy, env)
+        clauses = {v.path: clause for v in judged if (clause := _env_clause(v))}
+        report.verdicts.extend(v for v in judged if v.path in clauses)
+
+        def prepare(file: _File) -> _Prepared:
+            path, shown, raw, _known = file
+            assert isinstance(raw, bytes)
+            if shown not in clauses:
+                raise _AtTarget()
+            return _prepare_env(path, shown, raw, run.key, clauses[shown], run.when, why,
+                                run.refs)
+
+        return _apply(run, report, files, prepare, lambda _p, _o: None, paths)
+
+
+def _env_clause(verdict: FileVerdict) -> dict[str, list[str | None]]:
+    """The ``env`` clause accepting every difference of the environment of each footprint a
+    file's laws rest on (each law on its own fit's: a file may hold several)."""
+    from lawkit.footprint.envverdict import clause_of
+
+    out: dict[str, list[str | None]] = {}
+    for basis in verdict.bases:
+        env = basis.diff.env
+        if env is not None and env.changes:
+            for name, pair in clause_of(env).items():
+                out.setdefault(name, pair)
+    return out
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every kind of run shares: the workspace, the key, the entry's words and time."""
+
+    ws: Workspace
+    key: str
+    why: str
+    refs: list[str]
+    when: str
+    dry_run: bool
+    cache: CheckCache | None
+
+    @classmethod
+    def of(cls, ws: Workspace, why: str, refs: Sequence[str], at: datetime.datetime | None,
+           dry_run: bool, cache: CheckCache | None) -> _Run:
+        stamp = (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
+        return cls(ws, ws.digest.key, one_line(why, "--why"),
+                   [one_line(ref, "--ref") for ref in refs],
+                   stamp.strftime("%Y-%m-%dT%H:%M:%SZ"), dry_run, cache)
+
+
+@contextlib.contextmanager
+def _reading(ws: Workspace, paths: Sequence[Path] | None, run: _Run) -> Iterator[list[_File]]:
+    """The law files (those of `paths`, else every one), read under the laws folder's lock
+    (none for a dry run), stray temp files of an interrupted run removed first."""
+    lock = contextlib.nullcontext() if run.dry_run else \
         fsio.locked(ws.laws, timeout=LOCK_WAIT_S, shown=ws.rel(ws.laws))
     with lock:
-        if not dry_run:
+        if not run.dry_run:
             fsio.remove_stray_temps(ws.laws)
+        files = named_law_files(ws, paths) if paths else law_paths(ws.laws, ws)
+        yield [_read(path, ws, run.key, run.cache) for path in files]
 
-        clauses: dict[str, dict[str, list[str | None]]] = {}
-        early: list[FileVerdict] = []
-        if accept_env:
-            from lawkit.footprint.envverdict import clause_of
 
-            read = [_read(path, ws, key, cache) for path in files]
-            early = _verdicts(ws, [(f[1], f[2]) for f in read if isinstance(f[2], bytes)],
-                              require, env)
-            clauses = {v.path: clause_of(v.diff.env) for v in early if v.diff is not None
-                       and v.diff.env is not None and v.diff.env.changes}
+def _apply(run: _Run, report: RekeyReport, files: list[_File],
+           prepare: Callable[[_File], _Prepared],
+           judge: Callable[[list[_Prepared], list[_Outcome]], None],
+           paths: Sequence[Path] | None) -> RekeyReport:
+    """The skeleton of every run: each file prepared (in workers), any refusal raised with
+    nothing written, ``judge`` given what was prepared, then the report filled and the files
+    replaced (or, in a dry run, the diff)."""
 
-        def prepare(file: _File) -> _Outcome:
-            """What happens to one file, as a value: it may come back from a worker process."""
-            path, shown, raw, known = file
-            try:
-                if isinstance(raw, LawkitError):
-                    raise raw
-                if accept_env:
-                    if shown not in clauses:
-                        return _Unchanged(shown, ())
-                    return _prepare_env(path, shown, raw, key, clauses[shown], when, why, refs)
-                if adopt:
-                    return _prepare_adopt(path, shown, raw, key, when, why, from_)
-                assert target is not None
-                return _prepare_rekey(path, shown, raw, known, key, target, when, why, refs,
-                                      from_)
-            except _AtTarget as at:
-                return _Unchanged(shown, at.problems)
-            except _Skipped as skip:
-                return Skip(shown, str(skip), skip.named, skip.line)
-            except LawkitError as exc:
-                return _Refused(exc.detail, exc.path, exc.line)
+    def outcome(file: _File) -> _Outcome:
+        """What happens to one file, as a value: it may come back from a worker process."""
+        shown, raw = file[1], file[2]
+        try:
+            if isinstance(raw, LawkitError):
+                raise raw
+            return prepare(file)
+        except _AtTarget as at:
+            return _Unchanged(shown, at.problems)
+        except _Skipped as skip:
+            return Skip(shown, str(skip), skip.named, skip.line)
+        except LawkitError as exc:
+            return _Refused(exc.detail, exc.path, exc.line)
 
-        outcomes = map_in_workers(prepare, read if accept_env else
-                                  [_read(path, ws, key, cache) for path in files])
-        refusals = [o for o in outcomes if isinstance(o, _Refused)]
-        if refusals:
-            raise _refusal(refusals)
-        prepared = [o for o in outcomes if isinstance(o, _Prepared)]
-        if accept_env:
-            report.verdicts.extend(v for v in early if v.path in clauses)
-        elif not adopt:
-            report.verdicts.extend(_verdicts(ws, [(p.shown, p.old) for p in prepared], require,
-                                             env))
-        else:
-            report.problems.extend(_still_stale(ws, outcomes))
-        report.changed.extend(p.change for p in prepared)
-        report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
-        report.problems.extend(p for o in outcomes if isinstance(o, _Unchanged)
-                               for p in o.problems)
-        report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
-        if dry_run:
-            return dataclasses.replace(report, diff=_diff(prepared))
-        fsio.replace_files([(p.path, p.new) for p in prepared],
-                           shown={p.path: p.shown for p in prepared},
-                           read={p.path: p.old for p in prepared})
-        if cache is not None:
-            for p in prepared:
-                cache.put(cache.entry(p.shown, key, p.new), p.after)
-            cache.save(files=None if paths else len(files))
+    outcomes = map_in_workers(outcome, files)
+    refusals = [o for o in outcomes if isinstance(o, _Refused)]
+    if refusals:
+        raise _refusal(refusals)
+    prepared = [o for o in outcomes if isinstance(o, _Prepared)]
+    judge(prepared, outcomes)
+    report.changed.extend(p.change for p in prepared)
+    report.unchanged.extend(o.shown for o in outcomes if isinstance(o, _Unchanged))
+    report.problems.extend(p for o in outcomes if isinstance(o, _Unchanged) for p in o.problems)
+    report.skipped.extend(o for o in outcomes if isinstance(o, Skip))
+    if run.dry_run:
+        return dataclasses.replace(report, diff=_diff(prepared))
+    fsio.replace_files([(p.path, p.new) for p in prepared],
+                       shown={p.path: p.shown for p in prepared},
+                       read={p.path: p.old for p in prepared})
+    if run.cache is not None:
+        for p in prepared:
+            run.cache.put(run.cache.entry(p.shown, run.key, p.new), p.after)
+        run.cache.save(files=None if paths else len(files))
     return report
 
 
@@ -474,43 +606,17 @@ def _verified(raw: bytes, law_file: lawfile.LawFile | lawfile.LawText,
     return new, yamlsafe.Document(None, yamlsafe.NodeIndex(new_root))
 
 
-def _check_require(require: str | None, adopt: bool) -> None:
-    from lawkit.keying.footprints import check_require
-
-    check_require(require)
-    if require is not None and adopt:
-        raise LawkitError("--require does not apply with --adopt: an adoption moves no key")
-
-
-def _verdicts(ws: Workspace, files: list[tuple[str, bytes]], require: str | None,
+def _verdicts(ws: Workspace, files: list[tuple[str, bytes]], require: Require | None,
               env: EnvSpec | None = None) -> list[FileVerdict]:
     """Each file's footprint verdict, and each of its laws', against the engine's work tree
-    (what runs now, whatever --to says); a refusal when `require` is given and a law's differs.
-    The work tree is read only when a file names a footprint, and without `require` a file is
-    parsed again (for its laws' names) only then."""
-    from lawkit.footprint.history import git_old_source
-    from lawkit.footprint.lawverdict import moved_reason
-    from lawkit.footprint.trees import work_tree_sources
+    (what runs now, whatever --to says); a refusal when the policy refuses a law's. The work
+    tree is read only when a file names a footprint, and without a policy a file is parsed
+    again (for its laws' names) only then."""
     from lawkit.keying import footprints
 
     if require is None and not any(b"footprint" in raw for _shown, raw in files):
         return [footprints.FileVerdict(shown, "unknown") for shown, _raw in files]
-    verdicts = footprints.verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
-                                      old_source=git_old_source(ws.digest), env=env)
-    bad = footprints.failing_laws(verdicts, require)
-    if bad:
-        first = next(v for v in verdicts if v.path == bad[0].file)
-        by_file: dict[str, list[str]] = {}
-        for law in bad:
-            by_file.setdefault(law.file, []).append(f"{law.name} ({law.target}) {law.verdict}")
-        laws = "; ".join((f"in {file}: " if i else "") + ", ".join(named)
-                         for i, (file, named) in enumerate(by_file.items()))
-        fix = "fit it with --footprint" if first.diff is None else \
-            moved_reason(first.diff.units, first.diff.env)
-        raise RefusalError(f"--require {require}: {len(bad)} law{'s' if len(bad) != 1 else ''} "
-                           f"not {require}: {laws}; footprint verdict {first.summary()}; {fix}; "
-                           "nothing was written", path=first.path)
-    return verdicts
+    return footprints.judged_on_work_tree(ws, files, env, require)
 
 
 def _diff(prepared: list[_Prepared]) -> str:

@@ -17,12 +17,21 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lawkit.config import ConfigSource, DigestConfig, Workspace, workspace_from_bytes
+from lawkit.config import (
+    REQUIRE_LEVELS,
+    ConfigSource,
+    DigestConfig,
+    Workspace,
+    workspace_from_bytes,
+)
 from lawkit.errors import ConfigError
 from lawkit.keying.review import gitobjects
 from lawkit.keying.review.lawchange import Finding
+
+if TYPE_CHECKING:
+    from lawkit.footprint.require import Require
 
 CONFIG_NAMES = ("lawkit.toml", "pyproject.toml")
 """The files discovery looks for in a folder, in the order it prefers them."""
@@ -124,6 +133,45 @@ def findings(changed: list[ConfigChange], base: SideConfig, head: SideConfig) ->
                     "is digested with its own settings, so the laws' keys now vouch for other "
                     "files than they did: land the config change on its own, then re-key or "
                     "refit the laws in a change of their own", where) for c in changed]
+
+
+def policy(base: Workspace, head: Workspace) -> Require | None:
+    """The stricter of the base's and the head's `[rekey] require`: a change that relaxes
+    the policy is not judged by its own."""
+    from lawkit.footprint.require import Require
+
+    found = [p for p in (Require.of(None, base), Require.of(None, head)) if p is not None]
+    return min(found, key=lambda p: REQUIRE_LEVELS.index(p.level), default=None)
+
+
+def environment_findings(policy: Require, top: str, base: SideConfig, head: SideConfig,
+                         commits: tuple[str, str]) -> list[Finding]:
+    """Under a policy, one finding per change to the evidence the environment's verdicts
+    stand on: the config's ``environment`` or ``python`` (deleted, re-pointed or set), and the
+    lock file or manifest it names at base or at head, changed by the change (a change never
+    vouches for itself)."""
+    where = head.file or base.file
+    out = []
+    for name in ("environment", "python"):
+        old, new = getattr(base.ws, name), getattr(head.ws, name)
+        if old != new:
+            out.append(Finding("environment", f"{policy.said()}: the change edits the "
+                               f"workspace config's {name}: {json.dumps(old)} at base, "
+                               f"{json.dumps(new)} at head; the environment's verdicts stand "
+                               "on it, and a change cannot vouch for itself: land it in a "
+                               "change of its own", where))
+    named = {side.ws.root / side.ws.environment for side in (base, head)
+             if side.ws.environment not in (None, "current")}
+    paths = sorted(p for path in named if (p := _repo_path(top, path)) is not None)
+    found = gitobjects.blobs_at(top, [(commit, p) for commit in commits for p in paths])
+    for path in paths:
+        old, new = (found[commit, path] for commit in commits)
+        if (old[0] if old else None) != (new[0] if new else None):
+            out.append(Finding("environment", f"{policy.said()}: the change edits {path}, the "
+                               "environment the config names: the environment's verdicts "
+                               "stand on it, and a change cannot vouch for itself: land it in "
+                               "a change of its own", base.ws.rel(Path(top) / path)))
+    return out
 
 
 def _shown(ws: Workspace, value: Any) -> Any:

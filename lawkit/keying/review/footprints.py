@@ -26,14 +26,13 @@ from lawkit.config import Workspace
 from lawkit.footprint import document
 from lawkit.footprint.document import Footprint, decode_footprint
 from lawkit.footprint.errors import FootprintError
-from lawkit.footprint.lawverdict import law_verdict, worst_verdict
+from lawkit.footprint.lawverdict import env_option, law_verdict, worst_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import codes_of, layout_only, units_of
 from lawkit.footprint.verdict import FootprintDiff
 from lawkit.keying.footprints import (
     FileVerdict,
     LawVerdict,
-    failing_laws,
     fit_footprints,
     verdicts_of,
 )
@@ -42,6 +41,7 @@ from lawkit.keying.review.lawchange import AddedFit, FileReview, Finding, identi
 
 if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
+    from lawkit.footprint.require import Require
 
 _SYMLINK = "120000"
 
@@ -290,14 +290,14 @@ def _fit_problem(fit: AddedFit, evidence: Evidence, key: str) -> str | None:
 def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
                   head_laws: Mapping[str, src_digest.TreeEntry], blobs: Mapping[str, bytes],
                   at_base: Mapping[str, bytes], at_head: Mapping[str, bytes], head_digest: str,
-                  not_hashed: Sequence[NotHashed], require: str | None,
+                  not_hashed: Sequence[NotHashed], require: Require | None,
                   env: EnvSpec | None = None,
                   ) -> tuple[tuple[FileVerdict, ...], tuple[LawVerdict, ...],
                              tuple[Finding, ...]]:
     """Each law file's verdict at head (those naming a footprint), each of their laws' (of
-    every law file with `require`), and the findings `require` makes: one per law that is not
-    `untouched`, naming it. `at_base` and `at_head` hold the hashed engine files by their path
-    from the digest root. With ``env`` naming a target environment, the footprints'
+    every law file under the policy `require`), and the findings it makes: one per law whose
+    verdict it does not pass, naming it. `at_base` and `at_head` hold the hashed engine files
+    by their path from the digest root. With ``env`` naming a target environment, the footprints'
     environments count in the verdicts, and under `require` a law moved by the environment is a
     finding of its own per distribution (`environment`), naming the law and the distribution;
     the `footprint` finding is then kept for laws the engine's code moves."""
@@ -326,20 +326,22 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
 
     history = git_old_source(ws.digest)
     if env is not None:
-        env = dataclasses.replace(env, strict=require is not None)
+        env = dataclasses.replace(env, strict=require is not None and require.strict)
     verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source, env)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
     by_path = {v.path: v for v in verdicts}
     findings = []
-    for law in failing_laws(verdicts, require):
+    if require is None:
+        return (tuple(shown_verdicts), tuple(law for v in verdicts for law in v.laws), ())
+    for law in require.failing(law for v in verdicts for law in v.laws):
         moved = _env_findings(law, by_path[law.file], require)
-        if not moved or _code_verdict(law, by_path[law.file]) != "untouched":
-            findings.append(Finding("footprint", f"--require {require}: law {law.name} "
+        if not moved or not require.passes(_code_verdict(law, by_path[law.file])):
+            findings.append(Finding("footprint", f"{require.said()}: law {law.name} "
                                     f"({law.target}) is {law.verdict}: footprint verdict "
-                                    f"{by_path[law.file].summary()}", law.file))
+                                    f"{by_path[law.file].summary()}; "
+                                    f"{require.way_on([law.verdict])}", law.file))
         findings += moved
-    if require is not None:
-        findings += _self_vouching(verdicts, evidence, not_hashed)
+    findings += _self_vouching(verdicts, evidence, not_hashed, require)
     return (tuple(shown_verdicts), tuple(law for v in verdicts for law in v.laws),
             tuple(findings))
 
@@ -358,9 +360,10 @@ def _code_verdict(law: LawVerdict, verdict: FileVerdict) -> str:
     return worst_verdict(law_verdict(d.regions, d.units, law.target)[1] for d in diffs)
 
 
-def _env_findings(law: LawVerdict, verdict: FileVerdict, require: str | None) -> list[Finding]:
-    """Under `require`: one finding per difference of the environment that moves a law, naming
-    the law and the distribution (or the Python), and one when code from no distribution ran."""
+def _env_findings(law: LawVerdict, verdict: FileVerdict, require: Require) -> list[Finding]:
+    """Under the policy: one finding per difference of the environment that moves a law past
+    it, naming the law and the distribution (or the Python), and one when code from no
+    distribution ran."""
     out: dict[str, Finding] = {}
     for diff in _bases(law, verdict):
         env = diff.env
@@ -369,37 +372,37 @@ def _env_findings(law: LawVerdict, verdict: FileVerdict, require: str | None) ->
         for change in env.changes:
             alone = dataclasses.replace(env, changes=(change,), unpackaged=())
             moved = law_verdict(diff.regions, (), law.target, alone)[1]
-            if moved != "untouched":
+            if not require.passes(moved):
                 out.setdefault(change.line(), Finding(
-                    "environment", f"--require {require}: law {law.name} ({law.target}) is "
+                    "environment", f"{require.said()}: law {law.name} ({law.target}) is "
                     f"{moved} in the environment {env.source}: {change.line()}; refit from "
-                    "captures taken there, or accept it with lawkit rekey --env --why TEXT",
-                    law.file))
+                    "captures taken there, or accept it with lawkit rekey --accept-env "
+                    f"{env_option(env.source)}--why TEXT", law.file))
         if env.strict and env.unpackaged:
             line = env.lines()[-1]
             out.setdefault(line, Finding(
-                "environment", f"--require {require}: law {law.name} ({law.target}): {line}",
+                "environment", f"{require.said()}: law {law.name} ({law.target}): {line}",
                 law.file))
     return list(out.values())
 
 
 def _self_vouching(verdicts: Sequence[FileVerdict], evidence: Evidence,
-                   not_hashed: Sequence[NotHashed]) -> list[Finding]:
-    """Under `--require untouched`: a finding for each footprint a file's verdicts rest on
+                   not_hashed: Sequence[NotHashed], require: Require) -> list[Finding]:
+    """Under the policy: a finding for each footprint a file's verdicts rest on
     that the change adds or replaces, and for each native module such a footprint saw loaded
     (its `unhashed`) that the change touches."""
     out = []
     for v in verdicts:
         for basis in v.bases:
             if evidence.changed(basis.path):
-                out.append(Finding("evidence", f"--require untouched: the verdict rests on the "
+                out.append(Finding("evidence", f"{require.said()}: the verdict rests on the "
                                    f"footprint {basis.path}, which this change adds or replaces: "
                                    "evidence changed with the code, and a change cannot vouch "
                                    "for itself: land the footprint (with the fit it backs) in a "
                                    "change of its own, then review this one against it", v.path))
             native = sorted(n.path for n in not_hashed if n.relpath in basis.recorded.unhashed)
             if native:
-                out.append(Finding("unhashed", f"--require untouched: {', '.join(native)} "
+                out.append(Finding("unhashed", f"{require.said()}: {', '.join(native)} "
                                    f"changed: a native module the footprint {basis.path} saw "
                                    "loaded, which no digest hashes, so no verdict can say it did "
                                    "not move host time: refit from fresh captures", v.path))

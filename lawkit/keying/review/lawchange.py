@@ -79,6 +79,8 @@ class FileReview:
     refs: list[str] = field(default_factory=list)
     touched: bool = True
     fits: list[AddedFit] = field(default_factory=list)
+    env_rekeys: list[int | None] = field(default_factory=list)
+    """The line of each `rekey` entry the change appends that accepts an environment."""
 
     @property
     def ok(self) -> bool:
@@ -251,6 +253,9 @@ class Checker:
         review.whys += [e.adopt.why for e in appended if e.adopt]
         review.refs = list(dict.fromkeys(r for e in appended if e.rekey for r in e.rekey.refs))
         review.fits = _fits(head_file, kept)
+        review.env_rekeys = [head_file.line("host", "provenance", i)
+                             for i, e in enumerate(head_file.host.provenance)
+                             if i >= kept and e.rekey is not None and e.rekey.env is not None]
         if "fit" in kinds:
             review.kind = "refit"
         elif kinds:

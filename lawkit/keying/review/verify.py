@@ -44,6 +44,7 @@ from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
+    from lawkit.footprint.require import Require
     from lawkit.keying.footprints import FileVerdict, LawVerdict
     from lawkit.keying.review.configs import ConfigChange
     from lawkit.keying.review.footprints import EngineFileUnits, NotHashed
@@ -132,7 +133,8 @@ class ReviewReport:
     laws: tuple[LawVerdict, ...] = ()
     """The verdict at head of each law of those files (of every law file, with `require`)."""
     footprint_findings: tuple[Finding, ...] = ()
-    require: str | None = None
+    require: Require | None = None
+    """The re-key policy the laws at head were held to (`lawkit.footprint.require`)."""
     config: tuple[ConfigChange, ...] = ()
     """The digest fields and `laws` that differ between the config at base and at head."""
     config_findings: tuple[Finding, ...] = ()
@@ -186,7 +188,7 @@ class ReviewReport:
                                               and v.diff.env.source is not None else {})}
                            for v in self.footprints],
             "laws": [law.to_json() for law in self.laws],
-            "require": self.require,
+            "require": None if self.require is None else self.require.level,
             "config": [c.to_json() for c in self.config],
             "not_hashed": [n.to_json() for n in self.not_hashed],
             "findings": [_finding_json(f) for f in self.findings],
@@ -207,15 +209,18 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
            env: EnvSpec | None = None) -> ReviewReport:
     """Classify and verify every law file changed from `base` to `head`, from git objects.
 
-    Each side is read and digested with its own workspace config (`configs`). With `require`
-    ("untouched"), a law at head whose footprint verdict differs is a finding
-    (`lawkit.keying.review.footprints`). With `env` naming a target environment, each
+    Each side is read and digested with its own workspace config (`configs`). Under a policy
+    (`require`: "untouched" or "startup"; else the stricter of the base's and the head's
+    `[rekey] require`), a law at head whose footprint verdict it does not pass is a finding
+    (`lawkit.keying.review.footprints`), and so is a change to the evidence the verdicts
+    stand on: the config's environment or python, the lock file or manifest it names, an
+    ``env`` clause the change appends. With `env` naming a target environment, each
     footprint's environment is compared with it, and counts in the laws' verdicts.
     """
-    from lawkit.keying.footprints import check_require
+    from lawkit.footprint.require import Require
     from lawkit.keying.review import configs, footprints
 
-    check_require(require)
+    Require.of(require)  # a bad value fails before git is asked anything
     top = gitobjects.toplevel(ws)
     base_commit = gitobjects.resolve_commit(top, base, "base")
     head_commit = gitobjects.resolve_commit(top, head, "head")
@@ -230,6 +235,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
             treeishes["merge"] = merged.tree
     at = configs.at_revisions(ws, top, treeishes)
     at.setdefault("merge", at["head"])
+    policy = Require.of(require) or configs.policy(at["base"].ws, at["head"].ws)
     config_changes = configs.changes(at["base"].ws, at["head"].ws)
     # A submodule in the engine is hashed as its files at the recorded commit (docs/digest.md).
     sources: dict[str, str | bytes] = {}
@@ -293,8 +299,16 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
     footprints.check_fits(files, evidence, cfg.key)
     verdicts, law_verdicts, footprint_findings = footprints.head_verdicts(
         head_side.ws, evidence, head, head_laws, blobs, base_side.files(blobs),
-        head_side.files(blobs), head_digest, not_hashed, require, env)
+        head_side.files(blobs), head_digest, not_hashed, policy, env)
     found = configs.findings(config_changes, at["base"], at["head"])
+    if policy is not None:
+        found += configs.environment_findings(policy, top, at["base"], at["head"],
+                                              (base_commit, head_commit))
+        for r in files:
+            for line in r.env_rekeys:
+                r.add("environment", f"{policy.said()}: the change appends a rekey entry "
+                      "accepting an environment: a change cannot vouch for itself; land the "
+                      "acceptance (lawkit rekey --accept-env) in a change of its own", line)
     if not head_laws:
         found.append(Finding("no-laws", f"no law files at head in the laws folder "
                              f"{ws.rel(head_side.ws.laws)} (every *.yaml and *.yml below it is "
@@ -312,7 +326,7 @@ def review(ws: Workspace, base: str, head: str = "HEAD",
         footprints=verdicts,
         laws=law_verdicts,
         footprint_findings=footprint_findings,
-        require=require,
+        require=policy,
         config=tuple(config_changes),
         config_findings=tuple(found),
         not_hashed=not_hashed,
