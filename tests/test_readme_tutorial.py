@@ -211,6 +211,19 @@ def test_the_readme_shows_a_rekey_that_runs_and_fails_first() -> None:
         "`lawkit rekey`, then a `lawkit check` that passes")
 
 
+def test_the_readmes_own_engine_block_goes_from_init_to_a_law_bound_to_its_footprint() -> None:
+    """Guard the guard: a newcomer's first run is shown whole: init, a harness timing its steps
+    with lawkit.capture, footprint record of that harness, fit --footprint, check."""
+    commands = SECTIONS.get("Your own engine")
+    assert commands, "README.md: no `## Your own engine` console blocks"
+    texts = [c.text for c in commands]
+    steps = [next((i for i, t in enumerate(texts) if t.startswith(start) and part in t), None)
+             for start, part in (("lawkit init", ""), ("cat > ", "lawkit import capture"),
+                                 ("lawkit footprint record", ""), ("lawkit fit", "--footprint"),
+                                 ("lawkit check", ""))]
+    assert None not in steps and steps == sorted(steps), list(zip(texts, steps, strict=False))
+
+
 def test_the_tutorial_and_the_adoption_guide_run() -> None:
     """Guard the guard: the pages the README's blocks moved to are found and executed."""
     tutorial = SECTIONS.get("docs/tutorial.md: A re-key from start to finish")

@@ -15,11 +15,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from lawkit.errors import LawkitError
 
+
+class WholeSummaries(TyperGroup):
+    """A command group whose list of commands shows each command's first sentence whole,
+    wrapped, where click cuts it at the terminal's width with `...`."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The "Commands" section: each command and its first sentence."""
+        rows = [(name, command.get_short_help_str(limit=sys.maxsize))
+                for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 app = typer.Typer(
+    cls=WholeSummaries,
     name="lawkit",
     help="Fit, key, check and review the host laws of an inference-engine simulator.",
     no_args_is_help=True,

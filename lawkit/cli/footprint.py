@@ -15,6 +15,7 @@ from lawkit.cli.app import (
     FormatOption,
     JsonOption,
     QuietOption,
+    WholeSummaries,
     app,
     print_json,
     run,
@@ -22,6 +23,7 @@ from lawkit.cli.app import (
 )
 
 footprint_app = typer.Typer(
+    cls=WholeSummaries,
     name="footprint",
     help="Record which engine code runs, and compare a change with that record.",
     no_args_is_help=True,

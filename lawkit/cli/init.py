@@ -24,7 +24,7 @@ def init(
         show_default=False)] = None,
 ) -> None:
     """Start a workspace here: write lawkit.toml (the engine's packages, the digest key) and
-    create the laws folder, then print the next three commands.
+    create the laws folder, then print the next steps.
 
     Exit 0 when written; 2 when this folder has a config already (lawkit.toml, or a
     pyproject.toml with [tool.lawkit]) or a flag names no folder: then nothing is written.

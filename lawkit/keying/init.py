@@ -26,13 +26,18 @@ class NewWorkspace:
     """The engine root as the config names it (relative to the config's folder)."""
 
     def lines(self) -> list[str]:
-        """What `lawkit init` prints: what it wrote, then the next three commands."""
+        """What `lawkit init` prints: what it wrote, then the next steps, from timing the
+        engine's steps to a first law bound to the footprint of the run that timed them."""
         packages = ", ".join(self.packages)
         return [f"lawkit: wrote {self.config.name} (digest of {packages} under {self.root}, "
                 f"key {self.key}) and {LAWS}/",
                 "next:",
                 "  lawkit digest",
-                "  lawkit fit CAPTURE --formula 'TARGET ~ 1 + FEATURE' --captured-on current "
+                "  # time the engine's steps with lawkit.capture in a harness (docs/captures.md),",
+                "  # and record which engine code that run executes:",
+                "  lawkit footprint record --out footprint.json -- python HARNESS.py",
+                "  pip install 'lawkit[fit]'  # fit and score need numpy, pandas and scipy",
+                "  lawkit fit CAPTURE --formula 'TARGET ~ 1 + FEATURE' --footprint footprint.json "
                 f"--out {LAWS}/TARGET.yaml",
                 "  lawkit check"]
 
