@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -26,7 +25,9 @@ class WholeSummaries(TyperGroup):
     """A command group whose list of commands shows each command's first sentence whole,
     wrapped, where click cuts it at the terminal's width with `...`."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    # Any: the context and formatter are those of the click typer vendors (typer._click),
+    # whose module is private.
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The "Commands" section: each command and its first sentence."""
         rows = [(name, command.get_short_help_str(limit=sys.maxsize))
                 for name in self.list_commands(ctx)

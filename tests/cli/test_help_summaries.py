@@ -6,19 +6,27 @@ from __future__ import annotations
 import re
 
 import pytest
+import typer.main
+from typer.core import TyperGroup
+
+from lawkit.cli.app import app
 from testing.cli import invoke
 
-from lawkit.cli import app
 
-
-def _first_sentences(group: object) -> dict[str, str]:
-    import typer.main
-
+def _first_sentences(group: str) -> dict[str, str]:
+    """Each command of a group (``""``: lawkit's own) with the first sentence of its help."""
     command = typer.main.get_command(app)
-    for name in group.split() if isinstance(group, str) else []:
-        command = command.commands[name]  # type: ignore[attr-defined]
-    return {name: " ".join(sub.help.split("\n\n")[0].split())
-            for name, sub in command.commands.items()}  # type: ignore[attr-defined]
+    for name in group.split():
+        assert isinstance(command, TyperGroup)
+        command = command.commands[name]
+    assert isinstance(command, TyperGroup)
+    sentences = {}
+    for name, sub in command.commands.items():
+        first = " ".join((sub.help or "").split("\n\n")[0].split())
+        found = re.match(r".*?\.(?=\s+[A-Z`]|$)", first)
+        assert found is not None, first
+        sentences[name] = found.group(0)
+    return sentences
 
 
 @pytest.mark.parametrize("group", ["", "footprint"])
@@ -27,7 +35,5 @@ def test_help_lists_every_command_with_its_first_sentence_whole(group: str) -> N
     assert result.exit_code == 0, result.output
     listed = " ".join(result.output.partition("Commands:")[2].split())
     assert "..." not in listed
-    for name, first in _first_sentences(group).items():
-        sentence = re.match(r".*?\.(?=\s+[A-Z`]|$)", first)
-        assert sentence is not None, first
-        assert f"{name} {sentence.group(0)}" in listed, (name, listed)
+    for name, sentence in _first_sentences(group).items():
+        assert f"{name} {sentence}" in listed, (name, listed)
