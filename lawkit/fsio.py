@@ -5,6 +5,10 @@ target (POSIX rename is atomic), so an interrupted run leaves every file old or 
 an interrupted run left behind are removed by the next run, under the same advisory lock that
 keeps two runs from interleaving: a `flock` on the folder itself, so no lock file appears in
 the user's repository.
+
+Reading: `read_regular_file` is the one bounded read of a regular file (law files, footprints,
+lock files, manifests, the check cache): never a FIFO waited on, a device streamed or a file
+past its limit held (src_digest, standalone, keeps its own).
 """
 
 from __future__ import annotations
@@ -160,25 +164,11 @@ def _confirm_unchanged(read: Mapping[Path, bytes | None], names: dict[Path, str]
 
 def _current_bytes(path: Path, most: int) -> bytes | None:
     """Up to `most` bytes of `path` now (None: no such file); never following a symlink nor
-    waiting on a FIFO. Anything unreadable comes back as a value no read file has."""
+    waiting on a FIFO. Anything unreadable, or longer, comes back as a value no read file has."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return b"\0unreadable"
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b"\0not a regular file"
-        parts, size = [], 0
-        while size < most and (part := os.read(fd, most - size)):
-            parts.append(part)
-            size += len(part)
-        return b"".join(parts)
-    except OSError:
-        return b"\0unreadable"
-    finally:
-        os.close(fd)
+        return read_regular_file(path, most, follow_symlinks=False)
+    except ReadRefused as exc:
+        return None if exc.problem == "missing" else f"\0{exc.problem}".encode()
 
 
 _PARALLEL_FROM = 8
@@ -223,3 +213,71 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+class ReadRefused(Exception):
+    """A file `read_regular_file` would not read: ``problem`` is ``missing``, ``unreadable``
+    (``detail``: the system's reason), ``symlink``, ``kind`` (not a regular file; ``detail``:
+    what it is, as `file_kind` says) or ``size`` (over the limit). Each caller words it."""
+
+    def __init__(self, problem: str, detail: str = "") -> None:
+        super().__init__(f"{problem}: {detail}" if detail else problem)
+        self.problem = problem
+        self.detail = detail
+
+    def reason(self, noun: str, fix: str, too_big: str) -> str:
+        """One line for a message: ``cannot read {noun}: ...``, ``not a regular file (a
+        FIFO): {fix}``, or ``larger than N MiB: {too_big}`` (the limit given to the read)."""
+        if self.problem in ("missing", "unreadable"):
+            return f"cannot read {noun}: {self.detail}"
+        if self.problem == "size":
+            return f"larger than {self.detail}: {too_big}"
+        return f"not a regular file ({self.detail}): {fix}"
+
+
+def read_regular_file(path: str | Path, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, else `ReadRefused`.
+
+    Opened without blocking (a FIFO with no writer would block `open`), its kind checked on the
+    open descriptor before a byte is read (``/dev/zero`` never streams), its size checked before
+    and while reading (a file that grows meanwhile is refused too). Without `follow_symlinks`, a
+    symlink at the path is refused rather than followed.
+    """
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks and os.path.islink(path):
+            raise ReadRefused("symlink", "a symlink") from None
+        if exc.errno == errno.ENOENT:
+            raise ReadRefused("missing", exc.strerror or "no such file") from None
+        raise ReadRefused("unreadable", exc.strerror or str(exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadRefused("kind", file_kind(st.st_mode))
+        too_big = ReadRefused("size", f"{limit >> 20} MiB" if limit >= 1 << 20 else
+                              f"{limit} bytes")
+        if st.st_size > limit:
+            raise too_big
+        parts, size = [], 0
+        while size <= limit and (part := os.read(fd, limit + 1 - size)):
+            parts.append(part)
+            size += len(part)
+    except OSError as exc:
+        raise ReadRefused("unreadable", exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise too_big
+    return b"".join(parts)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, as a message says it: ``a FIFO``..."""
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"))
+    return next((name for test, name in kinds if test(mode)), "another kind of file")

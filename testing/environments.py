@@ -46,8 +46,10 @@ def footprint_bytes(dists: Mapping[str, DistRecord], unpackaged: tuple[str, ...]
 
 
 def write_lock(root: Path, pins: Mapping[str, str]) -> None:
-    """A requirements file pinning each distribution of `pins` to its version."""
-    (root / "requirements.txt").write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
+    """A requirements file pinning each distribution of `pins` to its version, its artifact
+    pinned by hash (a bare ``==V`` admits ``V+local``: ambiguous)."""
+    (root / "requirements.txt").write_text("".join(f"{n}=={v} --hash=sha256:{'0' * 64}\n"
+                                                   for n, v in pins.items()))
 
 
 def make_env_repo(root: Path, dists: Mapping[str, DistRecord], pins: Mapping[str, str]) -> Path:

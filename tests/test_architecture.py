@@ -250,7 +250,7 @@ HELPERS = frozenset({"lawkit.errors", "lawkit.config", "lawkit.fsio", "lawkit.wo
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "src_digest": frozenset(),
     "lawkit.lawfiles": frozenset({"src_digest", "lawkit.errors", "lawkit.fsio", "lawkit.config"}),
-    "lawkit.footprint": frozenset({"src_digest", "lawkit.errors", "lawkit.config"}),
+    "lawkit.footprint": frozenset({"src_digest", "lawkit.errors", "lawkit.config", "lawkit.fsio"}),
     "lawkit.keying": frozenset({"src_digest", "lawkit.lawfiles", "lawkit.footprint",
                                 "lawkit.errors", "lawkit.config", "lawkit.fsio",
                                 "lawkit.workers"}),

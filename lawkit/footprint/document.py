@@ -1,42 +1,21 @@
-"""The footprint file: reading, validating and writing it.
+"""The footprint file: reading, validating and writing it (docs/footprint-file.md).
 
-    {"schema": "lawkit-footprint/2", "key": "atom", "digest": "<engine digest>",
-     "command": [...], "processes": N, "recorder": "sys.monitoring"|"coverage",
-     "python": "3.12.1", "regions": ["*", "sample_s", ...], "unhashed": [relpath...],
-     "files": {"<relpath>": {"sha256": "...",
-                             "units": {"<qualname>": {"digest": "...", "phases": [...],
-                                                      "regions": [...],
-                                                      "startup_regions": [...],
-                                                      "code": "...", "normal": 1}}}},
-     "environment": {"python": {"version": "3.12.3", "implementation": "cpython",
-                                "abiflags": "", "gil_disabled": false},
-                     "distributions": {"<canonical name>": {"version": "...",
-                                                            "record": "<sha256 of RECORD>",
-                                                            "direct_url": null | {...},
-                                                            "phases": [...], "regions": [...],
-                                                            "startup_regions": [...]}},
-                     "unpackaged": [path...], "everywhere": true (3.11 only)}}
+JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Its shape is
+`filemodel.FootprintModel` (pydantic validates it; ``lawkit schema footprint`` prints it); this
+module turns a validated document into the frozen records the verdicts read, and back.
 
-JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Every unit of every
-hashed file is listed, with the phases in which it ran (empty when it did not run), the regions
-of the steps it ran in (``"*"``: in steps with no region open) and the regions it ran in at
-start-up (``startup_regions``: a warm-up through the step code; ``"*"`` with no region open).
-The top-level ``regions`` are those seen in steps.
+Every unit of every hashed file is listed, with the phases in which it ran (empty when it did
+not run), the regions of the steps it ran in (``"*"``: in steps with no region open) and the
+regions it ran in at start-up (``startup_regions``). The top-level ``regions`` are those seen
+in steps. A unit that ran only after the steps ended has no phase and ``"shutdown": true``: it
+counts as not run.
 
-Shutdown: ``phases`` holds only the phases a run counts in, ``startup`` and ``steps``. A unit
-that ran after the steps ended (``phase("shutdown")``, or the last capture closed) and nowhere
-else has no phase, and ``"shutdown": true``: it counts as not run. A shutdown the process left
-for ``steps`` again was recorded as steps with no region open (``"*"``), so it is not marked.
-A reader that does not know ``shutdown`` reads such a unit as not run, which is what it is.
-
-A footprint without ``startup_regions`` (written before they were recorded) is read as every
-start-up run having had no region open: ``startup_regions`` is ``["*"]`` for a unit that ran at
-start-up. A unit whose runs were assumed, not seen, says why in ``"assumed"``
-(``"compiled"``, ``"unseen"``): it is listed as run in steps with no region open. A schema-1
-file (no
-``recorder``, ``python``, ``regions``, ``unhashed``; units without ``regions``) is still read:
-its ``schema`` is 1, and its unit digests are schema 1's (``units.units_of(..., schema=1)``).
-A footprint without ``environment`` (recorded before it was) has ``Footprint.environment`` None.
+Older files: a unit without ``startup_regions`` had none open at start-up (``["*"]`` when it
+ran then). A schema-1 file's unit digests are schema 1's (``units.units_of(..., schema=1)``).
+A schema-2 file's distributions carry ``direct_url`` instead of ``install``, ``source`` and
+``files``: they are judged by version and install kind alone, and reports say to record again.
+A footprint without ``environment`` has ``Footprint.environment`` None; without
+``configuration`` (before schema 3), ``Footprint.configuration`` None.
 """
 
 from __future__ import annotations
@@ -47,23 +26,36 @@ import io
 import json
 import os
 import secrets
-import stat
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from lawkit.footprint import ANY_REGION as ANY_REGION  # the home of the constant
 from lawkit.footprint.environment import DistInfo, Environment, PythonBuild
 from lawkit.footprint.errors import FootprintError
+from lawkit.footprint.filemodel import (
+    ConfigurationModel,
+    DistModel,
+    EnvironmentModel,
+    FootprintModel,
+    UnitModel,
+    explain,
+)
+from lawkit.fsio import ReadRefused, read_regular_file
 
-SCHEMA = "lawkit-footprint/2"
-SCHEMAS = {"lawkit-footprint/1": 1, "lawkit-footprint/2": 2}
+SCHEMA = "lawkit-footprint/3"
+SCHEMAS = {"lawkit-footprint/1": 1, "lawkit-footprint/2": 2, "lawkit-footprint/3": 3}
 """The schemas read, by their number."""
 PHASES = ("startup", "steps")
 """The phases a unit's runs count in, in the order a footprint lists them (a run in shutdown
 counts in none: ``UnitRecord.shutdown``)."""
+RECORD_AGAIN = ("recorded before lawkit-footprint/3: record it again to judge dependencies by "
+                "content")
+"""The line a report gives for a schema-2 footprint's environment."""
 
 
 @dataclass(frozen=True)
@@ -99,32 +91,64 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
+class DistFile:
+    """One file of a distribution that ran (schema 3): its sha256 when recorded, whether it is
+    native (an extension module or shared object: no units), where it ran, and its units as a
+    hashed engine file's."""
+
+    sha256: str
+    native: bool = False
+    phases: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    startup_regions: tuple[str, ...] = ()
+    units: Mapping[str, UnitRecord] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class DistRecord:
     """One distribution as recorded in a footprint's ``environment``: what was installed
-    (version, the sha256 of its RECORD, its PEP 610 direct URL) and where its code ran, as for
-    a unit (``phases``, ``regions`` in steps, ``startup_regions``; ``"*"``: no region open)."""
+    (version, the sha256 of its RECORD, how and where from) and where its code ran, as for a
+    unit (``phases``, ``regions`` in steps, ``startup_regions``; ``"*"``: no region open), and,
+    from schema 3, each of its files that ran (``files``, by path relative to its folder on
+    sys.path)."""
 
     version: str
     record: str = ""
     direct_url: Mapping[str, Any] | None = None
-    """None: installed from an index; else ``{"url": ..., "editable": ...}``."""
+    """Schema 2's PEP 610 URL (None: from an index); ``install`` and ``source`` say it from 3."""
     phases: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()
     startup_regions: tuple[str, ...] = ()
+    install: str = ""
+    """How it was installed (`environment.INSTALL_KINDS`); empty: read from ``direct_url``."""
+    source: str | None = None
+    commit: str | None = None
+    files: Mapping[str, DistFile] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        """How it was installed: ``install``, or what a schema-2 ``direct_url`` says (an
+        editable install, or ``archive`` for any other direct URL)."""
+        if self.install:
+            return self.install
+        if self.direct_url is None:
+            return "index"
+        return "editable" if self.direct_url.get("editable") else "archive"
 
     def info(self, name: str) -> DistInfo:
         """The installed distribution this records, as ``environment`` describes one."""
-        url = self.direct_url.get("url") if self.direct_url is not None else None
-        editable = bool(self.direct_url.get("editable")) if self.direct_url is not None else False
-        return DistInfo(name, self.version, self.record,
-                        None if self.direct_url is None else str(url or ""), editable)
+        source = self.source
+        if source is None and self.direct_url is not None:
+            source = str(self.direct_url.get("url") or "") or None
+        return DistInfo(name, self.version, self.record, self.kind, source, self.commit)
 
     def to_json(self) -> dict[str, Any]:
-        """The footprint's ``environment.distributions.<name>`` object."""
-        return {"version": self.version, "record": self.record,
-                "direct_url": None if self.direct_url is None else dict(self.direct_url),
+        """The footprint's ``environment.distributions.<name>`` object (schema 3)."""
+        return {"version": self.version, "install": self.kind, "source": self.info("").source,
+                "commit": self.commit, "record": self.record or None,
                 "phases": list(self.phases), "regions": list(self.regions),
-                "startup_regions": list(self.startup_regions)}
+                "startup_regions": list(self.startup_regions),
+                "files": {path: _dist_file_json(f) for path, f in sorted(self.files.items())}}
 
 
 @dataclass(frozen=True)
@@ -135,12 +159,14 @@ class EnvironmentRecord:
     hashed file and from outside the workspace (``unpackaged``: the workspace's own code, such
     as a capture harness, is versioned by its repository). ``everywhere``: each distribution
     was counted as run in every phase and region in which the process ran, not seen per region
-    (a 3.11 recording)."""
+    (a 3.11 recording). ``before_recorder``: modules imported before the recorder started (a
+    ``.pth`` file's, the site hook's), counted as run in every phase and region."""
 
     python: PythonBuild
     distributions: Mapping[str, DistRecord]
     unpackaged: tuple[str, ...] = ()
     everywhere: bool = False
+    before_recorder: tuple[str, ...] = ()
 
     def environment(self) -> Environment:
         """The recorded environment as ``envdiff.compare`` takes it."""
@@ -154,46 +180,38 @@ class EnvironmentRecord:
             "unpackaged": list(self.unpackaged)}
         if self.everywhere:
             doc["everywhere"] = True
+        if self.before_recorder:
+            doc["before_recorder"] = list(self.before_recorder)
         return doc
 
-    @classmethod
-    def from_json(cls, doc: Any, where: str) -> EnvironmentRecord:
-        """The record from a footprint's ``environment`` object; ``FootprintError`` naming the
-        key when it is malformed."""
-        if not isinstance(doc, dict):
-            raise FootprintError("environment: expected an object", path=where)
-        try:
-            python = PythonBuild.from_json(doc.get("python"))
-        except ValueError as exc:
-            raise FootprintError(f"environment.{exc}", path=where) from None
-        dists = _typed(doc, "distributions", dict, where, "environment")
-        parsed: dict[str, DistRecord] = {}
-        for name, entry in dists.items():
-            at = f"environment.distributions.{name}"
-            if not isinstance(entry, dict):
-                raise FootprintError(f"{at}: expected an object", path=where)
-            url = entry.get("direct_url")
-            if url is not None and not (isinstance(url, dict)
-                                        and isinstance(url.get("url"), str)
-                                        and isinstance(url.get("editable", False), bool)):
-                raise FootprintError(f"{at}.direct_url: expected null or an object with a "
-                                     f"string url, got {url!r}", path=where)
-            phases = _strings(entry, "phases", where, at)
-            if not all(p in PHASES for p in phases):
-                raise FootprintError(f"{at}.phases: expected some of {list(PHASES)}, got "
-                                     f"{phases!r}", path=where)
-            parsed[name] = DistRecord(
-                _typed(entry, "version", str, where, at), _typed(entry, "record", str, where, at),
-                url, sort_phases(set(phases)),
-                tuple(sorted(set(_strings(entry, "regions", where, at)))),
-                tuple(sorted(set(_strings(entry, "startup_regions", where, at)))))
-        everywhere = doc.get("everywhere", False)
-        if not isinstance(everywhere, bool):
-            raise FootprintError(f"environment.everywhere: expected true or false, got "
-                                 f"{everywhere!r}", path=where)
-        return cls(python, parsed,
-                   tuple(sorted(set(_strings(doc, "unpackaged", where, "environment",
-                                             optional=True)))), everywhere)
+
+@dataclass(frozen=True)
+class EnvRead:
+    """An environment variable Python code read: the sha256 of the value read, ``absent`` or
+    ``hidden`` (a secret's name), and the phases and regions of its reads."""
+
+    value: str
+    phases: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    startup_regions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """A footprint's ``configuration`` (schema 3): the environment variables read, by name,
+    and the process settings at ``cap.steps()`` (``gc_threshold``, ``gc_enabled``,
+    ``switch_interval``, ``flags``, ``hash_seed``, ``cpus``)."""
+
+    environ: Mapping[str, EnvRead] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The footprint's ``configuration`` object."""
+        return {"environ": {name: {"value": r.value, "phases": list(r.phases),
+                                   "regions": list(r.regions),
+                                   "startup_regions": list(r.startup_regions)}
+                            for name, r in sorted(self.environ.items())},
+                "settings": dict(self.settings)}
 
 
 @dataclass(frozen=True)
@@ -212,11 +230,17 @@ class Footprint:
     unhashed: tuple[str, ...] = ()
     """Native extension modules loaded from inside a hashed package's folder, by relpath."""
     schema: int = 2
+    """The schema its unit digests were cut by (``units.units_of(..., schema=)``): 1 or 2."""
     environment: EnvironmentRecord | None = None
     """The recorded environment; None in a footprint written before it was recorded."""
+    configuration: Configuration | None = None
+    """The configuration read; None in a footprint written before schema 3."""
+    file_schema: int = 3
+    """The file's own schema (``lawkit-footprint/N``): a schema-2 file's distributions are
+    judged by version and install kind alone."""
 
     def to_json(self) -> dict[str, Any]:
-        """The footprint as the JSON document of the file (schema 2; a schema-1 footprint is
+        """The footprint as the JSON document of the file (schema 3; an older footprint is
         only read, never written)."""
         doc = {
             "schema": SCHEMA,
@@ -236,11 +260,19 @@ class Footprint:
         }
         if self.environment is not None:
             doc["environment"] = self.environment.to_json()
+        if self.configuration is not None:
+            doc["configuration"] = self.configuration.to_json()
         return doc
 
     def ran_units(self) -> int:
         """How many units ran in any phase."""
         return sum(1 for f in self.files.values() for u in f.units.values() if u.phases)
+
+
+def _dist_file_json(f: DistFile) -> dict[str, Any]:
+    return {"sha256": f.sha256, "native": f.native, "phases": list(f.phases),
+            "regions": list(f.regions), "startup_regions": list(f.startup_regions),
+            "units": {name: _unit_json(u) for name, u in f.units.items()}}
 
 
 def _unit_json(u: UnitRecord) -> dict[str, Any]:
@@ -313,30 +345,13 @@ def read_footprint_bytes(path: Path, *, shown: str, root: Path | None = None) ->
         if not inside(real, os.path.realpath(root)):
             raise FootprintError(f"a symlink to {real}, outside the workspace: pass the "
                                  "footprint file itself", path=shown)
-    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows, which has no FIFOs
-    for posix_only in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC"):
-        flags |= getattr(os, posix_only, 0)
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise FootprintError(f"not a regular file ({_kind(mode)}): a footprint is a file "
-                                 "written by `lawkit footprint record`", path=shown)
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, _CHUNK):
-            size += len(chunk)
-            if size > MAX_FILE_BYTES:
-                raise FootprintError(_too_big("on disk", MAX_FILE_BYTES), path=shown)
-            chunks.append(chunk)
-    except OSError as exc:
-        raise FootprintError(f"cannot read the footprint: {exc.strerror}", path=shown) from None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+        return read_regular_file(path, MAX_FILE_BYTES)
+    except ReadRefused as exc:
+        if exc.problem == "size":
+            raise FootprintError(_too_big("on disk", MAX_FILE_BYTES), path=shown) from None
+        raise FootprintError(exc.reason("the footprint", "a footprint is a file written by "
+                                        "`lawkit footprint record`", ""), path=shown) from None
 
 
 def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
@@ -371,13 +386,6 @@ def _too_big(how: str, limit: int) -> str:
             "wrote; record it again")
 
 
-def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"),
-             (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "another kind of file")
-
-
 def inside(path: str, root: str) -> bool:
     """Whether an absolute, normalised path is ``root`` or lies under it."""
     return path == root or path.startswith(os.path.join(root, ""))
@@ -389,82 +397,70 @@ def _parse(doc: Any, where: str) -> Footprint:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise FootprintError(f"schema: expected one of {sorted(SCHEMAS)}, got {got!r}: record "
                              "it again with `lawkit footprint record`", path=where)
-    key = _typed(doc, "key", str, where)
-    digest = _typed(doc, "digest", str, where)
-    command = _typed(doc, "command", list, where)
-    processes = _typed(doc, "processes", int, where)
-    files = _typed(doc, "files", dict, where)
-    if not all(isinstance(a, str) for a in command):
-        raise FootprintError("command: expected a list of strings", path=where)
-    parsed: dict[str, FileRecord] = {}
-    for relpath, entry in files.items():
-        at = f"files.{relpath}"
-        if not isinstance(entry, dict):
-            raise FootprintError(f"{at}: expected an object", path=where)
-        sha = _typed(entry, "sha256", str, where, at)
-        units = _typed(entry, "units", dict, where, at)
-        records: dict[str, UnitRecord] = {}
-        for name, unit in units.items():
-            uat = f"{at}.units.{name}"
-            if not isinstance(unit, dict):
-                raise FootprintError(f"{uat}: expected an object", path=where)
-            phases = _typed(unit, "phases", list, where, uat)
-            if not all(p in PHASES for p in phases):
-                raise FootprintError(f"{uat}.phases: expected some of {list(PHASES)}, got "
-                                     f"{phases!r}", path=where)
-            regions = _strings(unit, "regions", where, uat) if schema >= 2 else ()
-            if "startup_regions" in unit:
-                startup = _strings(unit, "startup_regions", where, uat)
-            else:  # recorded before start-up runs had regions: each had none open
-                startup = [ANY_REGION] if "startup" in phases else []
-            shutdown = unit.get("shutdown", False)
-            if not isinstance(shutdown, bool):
-                raise FootprintError(f"{uat}.shutdown: expected true or false, got "
-                                     f"{shutdown!r}", path=where)
-            code, normal = unit.get("code"), unit.get("normal")
-            if code is not None or normal is not None:  # a unit's code in a normal form
-                code = _typed(unit, "code", str, where, uat)
-                normal = _typed(unit, "normal", int, where, uat)
-            records[name] = UnitRecord(_typed(unit, "digest", str, where, uat),
-                                       sort_phases(set(phases)), tuple(sorted(set(regions))),
-                                       tuple(sorted(set(startup))), shutdown, code, normal,
-                                       assumed=_assumed(unit, where, uat))
-        parsed[relpath] = FileRecord(sha, records)
+    for key in ("recorder", "python") if schema >= 2 else ():
+        if key not in doc:
+            raise FootprintError(f"{key}: missing: record the footprint again with lawkit "
+                                 "footprint record", path=where)
+    try:
+        model = FootprintModel.model_validate(doc)
+    except ValidationError as exc:
+        raise FootprintError(explain(exc), path=where) from None
+    files = {path: FileRecord(f.sha256, _units(f.units, schema))
+             for path, f in model.files.items()}
     if schema == 1:
-        return Footprint(key, digest, tuple(command), processes, parsed, recorder="coverage",
-                         schema=1)
-    return Footprint(key, digest, tuple(command), processes, parsed,
-                     recorder=_typed(doc, "recorder", str, where),
-                     python=_typed(doc, "python", str, where),
-                     regions=tuple(sorted(set(_strings(doc, "regions", where, optional=True)))),
-                     unhashed=tuple(sorted(set(_strings(doc, "unhashed", where,
-                                                        optional=True)))),
-                     schema=2,
-                     environment=(EnvironmentRecord.from_json(doc["environment"], where)
-                                  if "environment" in doc else None))
+        return Footprint(model.key, model.digest, tuple(model.command), model.processes, files,
+                         recorder="coverage", schema=1, file_schema=1)
+    return Footprint(model.key, model.digest, tuple(model.command), model.processes, files,
+                     recorder=model.recorder, python=model.python,
+                     regions=_sorted(model.regions), unhashed=_sorted(model.unhashed),
+                     schema=2, file_schema=schema,
+                     environment=(None if model.environment is None
+                                  else _environment(model.environment)),
+                     configuration=(None if model.configuration is None or schema < 3
+                                    else _configuration(model.configuration)))
 
 
-def _assumed(unit: dict[str, Any], where: str, at: str) -> str:
-    """A unit's ``assumed`` (empty when absent: seen)."""
-    return str(_typed(unit, "assumed", str, where, at)) if "assumed" in unit else ""
+def _units(units: Mapping[str, UnitModel], schema: int) -> dict[str, UnitRecord]:
+    out: dict[str, UnitRecord] = {}
+    for name, u in units.items():
+        phases = sort_phases(set(u.phases))
+        if u.startup_regions is not None:
+            startup = _sorted(u.startup_regions)
+        else:  # recorded before start-up runs had regions: each had none open
+            startup = (ANY_REGION,) if "startup" in phases else ()
+        code, normal = (u.code, u.normal) if u.code is not None and u.normal is not None \
+            else (None, None)
+        out[name] = UnitRecord(u.digest, phases, _sorted(u.regions) if schema >= 2 else (),
+                               startup, u.shutdown, code, normal, assumed=u.assumed)
+    return out
 
 
-def _strings(doc: dict[str, Any], name: str, where: str, at: str = "", *,
-             optional: bool = False) -> list[str]:
-    """A list of strings; a missing optional one is empty (a schema-2 file without top-level
-    ``regions`` has no regions)."""
-    if optional and name not in doc:
-        return []
-    value: list[str] = _typed(doc, name, list, where, at)
-    if not all(isinstance(v, str) for v in value):
-        label = f"{at}.{name}" if at else name
-        raise FootprintError(f"{label}: expected a list of strings, got {value!r}", path=where)
-    return value
+def _environment(env: EnvironmentModel) -> EnvironmentRecord:
+    python = PythonBuild(env.python.version, env.python.implementation, env.python.abiflags,
+                         env.python.gil_disabled)
+    return EnvironmentRecord(python, {name: _distribution(d)
+                                      for name, d in env.distributions.items()},
+                             _sorted(env.unpackaged), env.everywhere,
+                             tuple(env.before_recorder))
 
 
-def _typed(doc: dict[str, Any], name: str, kind: type, where: str, at: str = "") -> Any:
-    value = doc.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        label = f"{at}.{name}" if at else name
-        raise FootprintError(f"{label}: expected {kind.__name__}, got {value!r}", path=where)
-    return value
+def _distribution(d: DistModel) -> DistRecord:
+    direct = None if d.direct_url is None else {"url": d.direct_url.url,
+                                                "editable": d.direct_url.editable}
+    files = {path: DistFile(f.sha256, f.native, sort_phases(set(f.phases)), _sorted(f.regions),
+                            _sorted(f.startup_regions or ()), _units(f.units, 3))
+             for path, f in d.files.items()}
+    return DistRecord(d.version, d.record or "", direct, sort_phases(set(d.phases)),
+                      _sorted(d.regions), _sorted(d.startup_regions or ()), d.install or "",
+                      d.source, d.commit, files)
+
+
+def _configuration(config: ConfigurationModel) -> Configuration:
+    environ = {name: EnvRead(r.value, sort_phases(set(r.phases)), _sorted(r.regions),
+                             _sorted(r.startup_regions or ()))
+               for name, r in config.environ.items()}
+    return Configuration(environ, config.settings.model_dump(exclude_none=True))
+
+
+def _sorted(values: Any) -> tuple[str, ...]:
+    return tuple(sorted(set(values)))

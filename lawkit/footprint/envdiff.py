@@ -1,18 +1,22 @@
-"""What differs between a recorded environment and a target (docs/footprints.md).
-
-Each distribution that ran is compared with the target's pin of it:
+"""What differs between a recorded environment and a target, by version and source
+(docs/footprints.md): what a lock file can show, and what a footprint recorded before schema 3
+can be judged by. Each distribution that ran is compared with the target's pin of it:
 
     version     the target pins one other version
     absent      the target does not list it
-    ambiguous   the target allows several versions, or pins none exactly (``torch>=2``)
-    editable    it was recorded installed editable: its code may differ at one version
-    direct url  it was recorded installed from a direct URL (a local wheel, a VCS checkout),
-                unless the current environment holds it at that version with the same RECORD
+    ambiguous   the target allows several versions, pins none exactly (``torch>=2``), or admits
+                a local build of the one it names (``==1.0`` admits ``1.0+local``)
+    source      the target takes it from elsewhere than an index (a VCS, a folder, a URL): its
+                code may differ at one version
+    install     it was recorded installed from elsewhere than an index (editable, a local
+                wheel, a VCS checkout, a folder, egg-info): a version cannot say its code is
+                the same, unless the current environment holds it with the same RECORD
 
-and the Python build is compared with the target's (``current``) or with an exact version
-given instead (the config's ``python``): a lock file names no Python, so without one the Python
-is not compared. What the caller does with a change (the regions a distribution ran in, the
-laws it counts for) is not this module's: `compare` is pure.
+and the Python build is compared with the target's (``current``, a manifest) or with an exact
+version given instead (the config's ``python``): a lock file names no Python, so without one
+the Python is not compared. A target that shows content (`content`) compares files instead of
+versions. What the caller does with a change (the regions a distribution ran in, the laws it
+counts for) is not this module's: `compare` is pure.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from lawkit.footprint.environment import (
     Pin,
     PythonBuild,
     Target,
-    version_key,
+    same_version,
 )
 
-KINDS = ("python", "version", "absent", "ambiguous", "editable", "direct url")
+KINDS = ("python", "version", "absent", "ambiguous", "source", "install", "content")
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,10 @@ class EnvChange:
     allowed: tuple[str, ...] = ()
     """For ``ambiguous``: the exact versions the target lists (it may allow others)."""
     url: str | None = None
-    """For ``direct url`` and ``editable``: where the recorded install came from."""
+    """For ``install``: where the recorded install came from; for ``source``: the target's
+    source kind; for ``content``: the file that differs."""
+    how: str = ""
+    """For ``install``: the recorded install kind (``editable``, ``archive``...)."""
 
     def describe(self) -> str:
         """The change as a person says it: ``torch 2.11.0 -> 2.12.0``."""
@@ -59,16 +66,21 @@ class EnvChange:
         if self.kind == "ambiguous":
             listed = " or ".join(self.allowed) if self.allowed else "no exact version"
             return f"{self.name} {self.old} -> {listed} (ambiguous: pin one version)"
-        if self.kind in ("editable", "direct url"):
+        if self.kind == "install":
             where = f" from {self.url}" if self.url else ""
-            return (f"{self.name} {self.old} ({self.kind}{where}: its code may differ at one "
-                    "version)")
+            return (f"{self.name} {self.old} (installed {self.how}{where}: its code may differ "
+                    "at one version)")
+        if self.kind == "source":
+            return (f"{self.name} {self.old} (the target takes it from a {self.url} source: "
+                    "its code may differ at one version)")
+        if self.kind == "content":
+            return f"{self.name} {self.old}: {self.url} {self.new}"
         return f"{self.name} {self.old} -> {self.new}"
 
     def to_json(self) -> dict[str, Any]:
         """The change as in ``--json`` outputs."""
         return {"name": self.name, "kind": self.kind, "old": self.old, "new": self.new,
-                "allowed": list(self.allowed), "url": self.url}
+                "allowed": list(self.allowed), "url": self.url, "install": self.how or None}
 
 
 def compare(recorded: Environment, target: Target, *,
@@ -94,11 +106,12 @@ def _python_change(old: PythonBuild, new: PythonBuild | str | None) -> EnvChange
     if new is None:
         return None
     if isinstance(new, str):  # an exact version from the config: the rest of the build unknown
-        if version_key(new) == version_key(old.version):
+        if same_version(new, old.version):
             return None
         return EnvChange(STDLIB, "python", old.version, new)
-    if (version_key(old.version), old.implementation, old.abiflags, old.gil_disabled) == \
-            (version_key(new.version), new.implementation, new.abiflags, new.gil_disabled):
+    if same_version(old.version, new.version) and (old.implementation, old.abiflags,
+                                                   old.gil_disabled) == \
+            (new.implementation, new.abiflags, new.gil_disabled):
         return None
     return EnvChange(STDLIB, "python", old.describe(), new.describe())
 
@@ -109,18 +122,20 @@ def _dist_change(dist: DistInfo, pin: Pin | None) -> EnvChange | None:
     only = pin.only()
     if only is None:
         return EnvChange(dist.name, "ambiguous", dist.version, None, pin.versions)
-    if version_key(only) != version_key(dist.version):
+    if not same_version(only, dist.version):
         return EnvChange(dist.name, "version", dist.version, only)
-    if dist.editable:
-        return EnvChange(dist.name, "editable", dist.version, only, url=dist.url)
-    if dist.url is not None:
-        # a direct-URL install is the same code when the same RECORD (every installed file's
-        # hash) is installed now; a lock file cannot say, so it counts as changed there
-        same = pin.installed is not None and bool(dist.record) and \
-            pin.installed.record == dist.record
-        return None if same else EnvChange(dist.name, "direct url", dist.version, only,
-                                           url=dist.url or None)
-    return None
+    if pin.source == "index" and dist.install == "index":
+        return None
+    # the same RECORD (every installed file's hash) installed now is the same code; a lock file
+    # cannot say, nor can an editable install's RECORD (its code is elsewhere)
+    installed = pin.installed
+    if installed is not None and dist.record and installed.record == dist.record and \
+            not dist.editable and not installed.editable:
+        return None
+    if dist.install != "index":
+        return EnvChange(dist.name, "install", dist.version, only, url=dist.source,
+                         how=dist.install)
+    return EnvChange(dist.name, "source", dist.version, only, url=pin.source or "unnamed")
 
 
 def change_line(change: EnvChange, phases: Iterable[str] = (),

@@ -1,11 +1,13 @@
 """What the environment is (docs/footprints.md): the Python build that runs and the installed
-distributions, each with its version, the sha256 of its RECORD and how it was installed.
+distributions, each with its version, how it was installed, where from, and the sha256 of its
+RECORD.
 
-Read through ``importlib.metadata`` and the ``.dist-info`` folders of the search path (by
-default ``sys.path``): the first distribution of a name on the path is the one imported, as
-``importlib.metadata.version`` says. A target environment (`Target`) is what a recorded one is
-compared with: the one lawkit runs in (`current_environment`) or a lock file
-(``lockfiles.read_lock``).
+Read from the ``.dist-info`` and ``.egg-info`` folders of the search path (by default
+``sys.path``): the first distribution of a name on the path is the one imported, as
+``importlib.metadata.version`` says. Names are PEP 503's and versions PEP 440's, as
+``packaging`` reads them. A target environment (`Target`) is what a recorded one is compared
+with: the one lawkit runs in (`current_environment`), an environment manifest
+(``manifest.read_manifest``) or a lock file (``lockfiles.read_lock``).
 """
 
 from __future__ import annotations
@@ -13,17 +15,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from lawkit.footprint.measured import loaded
+
 STDLIB = "python"
 """What the standard library is called where a distribution's name goes."""
 LEFT_OUT = frozenset({"lawkit"})
 """Distributions never listed: lawkit itself (the recorder runs in the measured process)."""
+INSTALL_KINDS = ("index", "archive", "vcs", "directory", "editable", "egg-info", "legacy")
+"""How a distribution was installed (docs/footprint-file.md): from an index (no PEP 610
+``direct_url.json``), a direct URL to a file (a local wheel included), a VCS checkout, a local
+folder, editable, an ``.egg-info`` folder, or other metadata."""
 
 
 @dataclass(frozen=True)
@@ -60,78 +70,57 @@ class PythonBuild:
 
 
 def python_build() -> PythonBuild:
-    """The build of the Python this code runs in."""
-    v = sys.version_info
-    version = f"{v.major}.{v.minor}.{v.micro}"
-    if v.releaselevel != "final":
-        version += {"alpha": "a", "beta": "b", "candidate": "rc"}[v.releaselevel] + str(v.serial)
-    # a free-threaded build may still run with the GIL (PYTHON_GIL=1, or an extension that
-    # needs it): what the steps pay for is whether it is on now; abiflags names the build
-    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
-    return PythonBuild(version, sys.implementation.name, getattr(sys, "abiflags", ""),
-                       is_gil_enabled is not None and not is_gil_enabled())
+    """The build of the Python this code runs in (as a measured process records it)."""
+    return PythonBuild.from_json(loaded.python_build())
 
 
 @dataclass(frozen=True)
 class DistInfo:
-    """An installed distribution: its canonical name, version, the sha256 of its RECORD
-    (empty without one) and its PEP 610 direct URL (None: installed from an index)."""
+    """An installed distribution: its canonical name, version, the sha256 of its RECORD (empty
+    without one), how it was installed (`INSTALL_KINDS`), where from (a URL or folder; None from
+    an index), the VCS commit (None when not a VCS install) and its metadata folder."""
 
     name: str
     version: str
     record: str = ""
-    url: str | None = None
-    editable: bool = False
+    install: str = "index"
+    source: str | None = None
+    commit: str | None = None
+    meta: str = ""
+
+    @property
+    def editable(self) -> bool:
+        """Whether it was installed editable (its code is its project's folder)."""
+        return self.install == "editable"
 
     def direct_url_json(self) -> dict[str, Any] | None:
-        """The footprint's ``direct_url``: None, or ``{"url": ..., "editable": ...}``."""
-        return None if self.url is None else {"url": self.url, "editable": self.editable}
-
-    def installed_as(self) -> str:
-        """``editable``, ``direct url`` (a local wheel, an archive, a VCS checkout) or
-        ``index``."""
-        if self.editable:
-            return "editable"
-        return "index" if self.url is None else "direct url"
+        """A schema-2 footprint's ``direct_url``: None, or ``{"url": ..., "editable": ...}``."""
+        if self.install == "index":
+            return None
+        return {"url": self.source or "", "editable": self.editable}
 
 
 def canonical_name(name: str) -> str:
     """A distribution's name normalised as PEP 503 says (``Foo_Bar.baz`` -> ``foo-bar-baz``)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
-_PEP440 = re.compile(
-    r"""v?(?:(?P<epoch>[0-9]+)!)?(?P<release>[0-9]+(?:\.[0-9]+)*)
-    (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>[0-9]+)?)?
-    (?:-(?P<post_n1>[0-9]+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]+)?)?
-    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]+)?)?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?""",
-    re.VERBOSE | re.IGNORECASE)
-_PRE = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "preview": "rc", "pre": "rc", "c": "rc",
-        "rc": "rc"}
+def parse_version(text: str) -> Version | None:
+    """A version as PEP 440 reads it, or None when it cannot."""
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
-def version_key(version: str) -> str:
-    """A version as PEP 440 compares it (``2.1`` and ``v2.1.0`` are one; ``2.1+cu121`` is
-    another); a version PEP 440 cannot parse is compared as its lower-cased text."""
-    text = version.strip()
-    m = _PEP440.fullmatch(text)
-    if m is None:
-        return text.lower()
-    release = [int(part) for part in m["release"].split(".")]
-    while len(release) > 1 and release[-1] == 0:  # 2.1 == 2.1.0 (PEP 440 pads with zeros)
-        release.pop()
-    key = f"{int(m['epoch'] or 0)}!" + ".".join(map(str, release))
-    if m["pre_l"]:
-        key += _PRE[m["pre_l"].lower()] + str(int(m["pre_n"] or 0))
-    if m["post_n1"] or m["post_l"]:
-        key += ".post" + str(int(m["post_n1"] or m["post_n2"] or 0))
-    if m["dev_l"]:
-        key += ".dev" + str(int(m["dev_n"] or 0))
-    if m["local"]:
-        key += "+" + ".".join(str(int(p)) if p.isdigit() else p.lower()
-                              for p in re.split(r"[-_.]", m["local"]))
-    return key
+def same_version(a: str, b: str) -> bool:
+    """Whether two versions are one as PEP 440 compares them (``2.1`` and ``v2.1.0`` are;
+    ``2.1+cu121`` and ``2.1`` are not); a version PEP 440 cannot parse compares as its
+    lower-cased text."""
+    va, vb = parse_version(a), parse_version(b)
+    if va is None or vb is None:
+        return a.strip().lower() == b.strip().lower()
+    return va == vb
 
 
 @dataclass(frozen=True)
@@ -146,12 +135,15 @@ class Environment:
 @dataclass(frozen=True)
 class Pin:
     """What a target environment allows of one distribution: the exact versions it lists
-    (``exact`` is False when an entry pins none), and, for the current environment, the
-    installed distribution."""
+    (``exact`` False when an entry pins none, or admits more than it names: ``==1.0`` admits
+    ``1.0+local``), where the target takes it from (``source``: ``index``, or a lock's other
+    source kind: ``vcs``, ``directory``, ``archive``, ``git``, ``path``...), and, for an
+    environment that shows content (``current``, a manifest), the installed distribution."""
 
     versions: tuple[str, ...]
     exact: bool = True
     installed: DistInfo | None = None
+    source: str = "index"
 
     def only(self) -> str | None:
         """The one version allowed, or None when the target is ambiguous about it."""
@@ -160,29 +152,34 @@ class Pin:
 
 @dataclass(frozen=True)
 class Target:
-    """The environment a recorded one is compared with: ``current`` or a lock file, its
-    Python (None: a lock file names no exact Python) and its distributions by canonical name."""
+    """The environment a recorded one is compared with: ``current``, a manifest or a lock
+    file, its Python (None: a lock file names no exact Python) and its distributions by
+    canonical name. ``shows`` says what it can show of a distribution: ``units`` (it is the
+    installed environment: files are hashed again and their units compared), ``files`` (a
+    manifest: each file's sha256) or ``versions`` (a lock file: versions and sources)."""
 
     source: str
     python: PythonBuild | None
     distributions: Mapping[str, Pin]
+    shows: str = "versions"
 
 
 def current_environment(search_path: Sequence[str] | None = None) -> Target:
     """The environment lawkit runs in: its Python and every distribution on the search path
     (``sys.path`` by default)."""
-    pins = {d.name: Pin((d.version,), installed=d)
+    pins = {d.name: Pin((d.version,), installed=d, source=d.install)
             for d in installed_distributions(search_path).values()}
-    return Target("current", python_build(), pins)
+    return Target("current", python_build(), pins, shows="units")
 
 
 def installed_distributions(search_path: Sequence[str] | None = None) -> dict[str, DistInfo]:
-    """Every distribution on the search path by canonical name, the first of a name winning."""
+    """Every distribution on the search path by canonical name, the first of a name winning
+    (lawkit left out)."""
     found: dict[str, DistInfo] = {}
     for folder in path_folders(search_path):
         for meta in metadata_folders(folder):
             info = read_dist_info(meta)
-            if info is not None and info.name not in found:
+            if info is not None and info.name not in found and info.name not in LEFT_OUT:
                 found[info.name] = info
     return found
 
@@ -198,9 +195,10 @@ def path_folders(search_path: Sequence[str] | None) -> list[str]:
 
 
 def metadata_folders(folder: str) -> Iterator[str]:
-    """The ``.dist-info`` folders directly inside a folder, sorted."""
+    """The ``.dist-info`` and ``.egg-info`` folders directly inside a folder, sorted."""
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".dist-info"))
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith((".dist-info", ".egg-info")) and e.is_dir())
     except OSError:
         return
     for name in names:
@@ -208,9 +206,10 @@ def metadata_folders(folder: str) -> Iterator[str]:
 
 
 def read_dist_info(meta: str) -> DistInfo | None:
-    """The distribution a ``.dist-info`` folder describes; None when it has no name or
-    version (a half-removed install)."""
-    name, version = _name_and_version(meta)
+    """The distribution a ``.dist-info`` or ``.egg-info`` folder describes; None when it has
+    no name or version (a half-removed install)."""
+    egg = meta.endswith(".egg-info")
+    name, version = _name_and_version(os.path.join(meta, "PKG-INFO" if egg else "METADATA"))
     if not name or not version:
         return None
     try:
@@ -218,19 +217,26 @@ def read_dist_info(meta: str) -> DistInfo | None:
             record = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         record = ""
-    # imported here, not at the top: every measured process imports this module (its build)
-    from importlib.metadata import Distribution
+    if egg:
+        return DistInfo(canonical_name(name), version, record, "egg-info",
+                        os.path.dirname(meta), meta=meta)
+    try:
+        with open(os.path.join(meta, "direct_url.json"), encoding="utf-8") as f:
+            direct = f.read()
+    except FileNotFoundError:
+        return DistInfo(canonical_name(name), version, record, meta=meta)
+    except OSError:
+        direct = ""
+    install, source, commit = _direct_url(direct)
+    return DistInfo(canonical_name(name), version, record, install, source, commit, meta)
 
-    url, editable = _direct_url(Distribution.at(meta).read_text("direct_url.json"))
-    return DistInfo(canonical_name(name), version, record, url, editable)
 
-
-def _name_and_version(meta: str) -> tuple[str | None, str | None]:
-    """The ``Name`` and ``Version`` of a METADATA file, read from its headers only (the
-    description after them can be long)."""
+def _name_and_version(path: str) -> tuple[str | None, str | None]:
+    """The ``Name`` and ``Version`` of a METADATA or PKG-INFO file, read from its headers only
+    (the description after them can be long)."""
     found: dict[str, str] = {}
     try:
-        with open(os.path.join(meta, "METADATA"), encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 if not line.strip():
                     break  # the headers end at the first blank line
@@ -242,21 +248,24 @@ def _name_and_version(meta: str) -> tuple[str | None, str | None]:
     return found.get("name"), found.get("version")
 
 
-def _direct_url(text: str | None) -> tuple[str | None, bool]:
-    """PEP 610's url and whether the install is editable; a malformed file counts as a direct
-    URL install of unknown origin (its code may differ at one version)."""
-    if text is None:
-        return None, False
+def _direct_url(text: str) -> tuple[str, str | None, str | None]:
+    """How PEP 610's ``direct_url.json`` says a distribution was installed: its install kind,
+    source URL and VCS commit. A malformed file counts as ``legacy`` of unknown origin (its
+    code may differ at one version)."""
     try:
         doc = json.loads(text)
     except ValueError:
-        return "", False
-    if not isinstance(doc, dict):
-        return "", False
-    url = doc.get("url")
-    dir_info = doc.get("dir_info")
-    editable = isinstance(dir_info, dict) and dir_info.get("editable") is True
-    return (url if isinstance(url, str) else ""), editable
+        return "legacy", None, None
+    if not isinstance(doc, dict) or not isinstance(doc.get("url"), str):
+        return "legacy", None, None
+    url: str = doc["url"]
+    vcs, dir_info = doc.get("vcs_info"), doc.get("dir_info")
+    if isinstance(vcs, dict):
+        commit = vcs.get("commit_id")
+        return "vcs", url, commit if isinstance(commit, str) else None
+    if isinstance(dir_info, dict):
+        return ("editable" if dir_info.get("editable") is True else "directory"), url, None
+    return "archive", url, None
 
 
 def local_path_of(url: str) -> str | None:

@@ -61,7 +61,8 @@ def env_spec(ws: Workspace, option: str | None = None, *, strict: bool = False) 
     from lawkit.footprint.lockfiles import read_target
 
     given = option or ws.environment
-    return EnvSpec(read_target(given, ws.root) if given else None, ws.python, strict)
+    return EnvSpec(read_target(given, ws.root, python=ws.python) if given else None, ws.python,
+                   strict)
 
 
 def env_clauses(host: Mapping[str, Any]) -> list[EnvClause]:

@@ -1,75 +1,151 @@
-"""A target environment from a lock file (docs/footprints.md), read with the standard library.
+"""A target environment from a lock file (docs/footprints.md): versions and sources only.
 
-    pylock.toml, pylock.NAME.toml   PEP 751: [[packages]] name, version; lock-version 1.x
-    uv.lock                         uv: [[package]] name, version
-    *.txt (a requirements file)     lines that pin name==version (pip freeze, uv pip compile)
+    pylock.toml, pylock.NAME.toml   PEP 751: [[packages]] name, version, marker, and its source
+                                    (wheels/sdist from an index; vcs, directory or archive)
+    uv.lock                         uv: [[package]] name, version, source, resolution-markers
+    *.txt (a requirements file)     PEP 508 requirement lines (pip freeze, uv pip compile)
 
-A distribution listed under several versions (a lock for several platforms, a marker per
-Python) or without an exact pin (``torch>=2``, ``name @ URL``, a pylock entry with no
-version) is ambiguous: its `Pin` allows no one version. A lock file names no exact Python.
+Names, versions, specifiers and markers are read by ``packaging``. A distribution is pinned
+(`Pin.only`) only where the lock allows one version and says nothing more could be installed
+from it: listed under several versions, without an exact pin (``torch>=2``, ``name @ URL``, a
+pylock entry with no version), or by ``==1.0`` in a requirements file without ``--hash`` (pip
+installs ``1.0+local`` from that line), it is ambiguous. A marker is evaluated where the target
+fixes every variable it reads (the config's ``python`` fixes ``python_version`` and
+``python_full_version``); one that reads a variable the lock file leaves open (the platform,
+an extra) leaves its entry ambiguous; one that is false drops its entry. A lock file names no
+exact Python and carries no configuration.
 
 In a requirements file: comments, blank lines and option lines (``--index-url``,
 ``--find-links``...) are skipped; ``-r``/``-c`` files are read too, relative to the file that
 names them; ``-e`` lines are skipped (an editable project is hashed, not pinned); ``--hash``
-options are allowed; markers after ``;`` are not evaluated (a name pinned at two versions under
-two markers is ambiguous). A line naming no distribution (a bare path or URL) is refused.
+options pin the artifact. A line naming no distribution (a bare path or URL) is refused.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.markers import InvalidMarker, Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
 
 from lawkit.footprint.environment import Pin, Target, canonical_name, current_environment
 from lawkit.footprint.errors import LockFileError
+from lawkit.fsio import ReadRefused, read_regular_file
 
 CURRENT = "current"
 """The target that names the environment lawkit runs in."""
 MAX_LOCK_BYTES = 64 * 2**20
 """The largest lock file read (the lock of a large project is a few MiB)."""
 
-_KINDS = "pylock.toml (PEP 751), uv.lock, or a requirements file (*.txt) pinning name==version"
+_KINDS = ("pylock.toml (PEP 751), uv.lock, or a requirements file (*.txt) pinning "
+          "name==version")
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_REQUIREMENT = re.compile(rf"(?P<name>{_NAME})\s*(?:\[[^\]]*\])?\s*(?P<rest>.*)")
-_SPECIFIER = re.compile(r"(?P<op>~=|===|==|!=|<=|>=|<|>)\s*(?P<version>[^\s,;]+)")
 _INCLUDES = ("-r", "--requirement", "-c", "--constraint")
-_EDITABLE = ("-e", "--editable")
+_PYLOCK_SOURCES = ("vcs", "directory", "archive")
+_UV_SOURCES = {"registry": "index", "git": "vcs", "url": "archive", "path": "path",
+               "directory": "directory", "editable": "editable", "virtual": "virtual"}
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 
 
-def read_target(spec: str, root: Path | None = None) -> Target:
-    """The target named by ``--env`` or the config's ``environment``: ``current``, or a lock
-    file (relative to ``root`` when given)."""
+@dataclass(frozen=True)
+class _Entry:
+    """One listing of a distribution: its exact version (None: it pins none), whether that pin
+    admits nothing else, where the lock takes it from, and whether its marker is open."""
+
+    version: str | None
+    exact: bool
+    source: str
+    open_marker: bool = False
+
+
+def read_target(spec: str, root: Path | None = None, *, python: str | None = None) -> Target:
+    """The target named by ``--env`` or the config's ``environment``: ``current`` or a lock
+    file (relative to ``root`` when given); ``python`` (the config's exact Python)
+    fixes the Python a lock file's markers are evaluated for."""
     if spec == CURRENT:
         return current_environment()
     path = Path(spec)
-    return read_lock(root / path if root is not None and not path.is_absolute() else path,
-                     shown=spec)
+    full = root / path if root is not None and not path.is_absolute() else path
+    return read_lock(full, shown=spec, python=python)
 
 
-def read_lock(path: Path, *, shown: str | None = None) -> Target:
+def read_lock(path: Path, *, shown: str | None = None, python: str | None = None) -> Target:
     """The environment a lock file pins, by the kind its name says; `LockFileError` naming the
     file and line when it is unreadable, malformed or of another kind."""
     where = shown or str(path)
+    fixed = _fixed_markers(python)
     name = path.name
     if name == "uv.lock":
-        return _from_toml(path, where, "uv")
+        return _from_toml(path, where, "uv", fixed)
     if re.fullmatch(r"pylock\.([^.]+\.)?toml", name):
-        return _from_toml(path, where, "pylock")
+        return _from_toml(path, where, "pylock", fixed)
     if name.endswith(".toml"):  # a PEP 751 lock under another name says so by its lock-version
-        return _from_toml(path, where, "pylock", sniff=True)
+        return _from_toml(path, where, "pylock", fixed, sniff=True)
     if name.endswith(".txt"):
-        pins: dict[str, list[tuple[str | None, bool]]] = {}
-        _read_requirements(path, where, pins, seen=set())
-        return Target(where, None, {n: _pin(entries) for n, entries in sorted(pins.items())})
+        entries: dict[str, list[_Entry]] = {}
+        _read_requirements(path, where, entries, fixed, seen=set())
+        return _target(where, entries)
     raise LockFileError(f"not a lock file lawkit reads: pass {_KINDS}, or --env current",
                         path=where)
 
 
-def _from_toml(path: Path, where: str, kind: str, *, sniff: bool = False) -> Target:
+def _fixed_markers(python: str | None) -> dict[str, str]:
+    """The marker variables a target fixes: the Python's version when one is given; a
+    requirement line's ``extra`` is never set."""
+    fixed = {"extra": ""}
+    if python:
+        try:
+            release = Version(python).release
+        except InvalidVersion:
+            return fixed
+        fixed["python_full_version"] = python
+        fixed["python_version"] = ".".join(map(str, release[:2]))
+    return fixed
+
+
+def _target(where: str, entries: Mapping[str, list[_Entry]]) -> Target:
+    pins = {n: pin for n, listed in sorted(entries.items()) if (pin := _pin(listed)) is not None}
+    return Target(where, None, pins)
+
+
+def _pin(entries: list[_Entry]) -> Pin | None:
+    """One distribution's pin from its entries (None: every entry's marker is false here):
+    exact when one entry applies and pins exactly."""
+    if not entries:
+        return None
+    versions = tuple(dict.fromkeys(e.version for e in entries if e.version is not None))
+    sources = {e.source for e in entries}
+    exact = all(e.exact and not e.open_marker for e in entries)
+    return Pin(versions, exact=exact, source=sources.pop() if len(sources) == 1 else "")
+
+
+def _applies(marker: str | Marker | None, fixed: Mapping[str, str], where: str,
+             line: int | None) -> bool | None:
+    """Whether an entry's marker holds where the target runs: True, False, or None when it
+    reads a variable the target leaves open."""
+    if marker is None:
+        return True
+    try:
+        parsed = marker if isinstance(marker, Marker) else Marker(marker)
+    except InvalidMarker as exc:
+        raise LockFileError(f"marker {marker!r} is not a PEP 508 marker "
+                            f"({str(exc).splitlines()[0]}); lock again", path=where,
+                            line=line) from None
+    variables = set(re.findall(r"[a-z_]+", _QUOTED.sub("", str(parsed)))) - {"and", "or",
+                                                                             "in", "not"}
+    if not variables <= fixed.keys():
+        return None
+    return parsed.evaluate(dict(fixed))
+
+
+def _from_toml(path: Path, where: str, kind: str, fixed: Mapping[str, str], *,
+               sniff: bool = False) -> Target:
     text = _read_text(path, where)
     try:
         doc = tomllib.loads(text)
@@ -93,7 +169,7 @@ def _from_toml(path: Path, where: str, kind: str, *, sniff: bool = False) -> Tar
         raise LockFileError(f"{table}: expected an array of tables ([[{table}]]); lock again",
                             path=where, line=_key_line(text, table))
     headers = _header_lines(text, table)
-    pins: dict[str, list[tuple[str | None, bool]]] = {}
+    entries: dict[str, list[_Entry]] = {}
     for index, entry in enumerate(tables):
         name, version = entry.get("name"), entry.get("version")
         line = headers[index] if index < len(headers) else None  # None: an inline array
@@ -103,18 +179,44 @@ def _from_toml(path: Path, where: str, kind: str, *, sniff: bool = False) -> Tar
         if version is not None and not isinstance(version, str):
             raise LockFileError(f"[[{table}]] {name}: version {version!r} is not a string; "
                                 "lock again", path=where, line=line)
-        pins.setdefault(canonical_name(name), []).append((version, version is not None))
-    return Target(where, None, {n: _pin(entries) for n, entries in sorted(pins.items())})
+        applies = _entry_applies(entry, kind, fixed, where, line)
+        if applies is False:
+            continue
+        entries.setdefault(canonical_name(name), []).append(
+            _Entry(version, version is not None, _toml_source(entry, kind), applies is None))
+    return _target(where, entries)
 
 
-def _pin(entries: list[tuple[str | None, bool]]) -> Pin:
-    """One distribution's pin from its entries: exact when each entry pins a version."""
-    versions = tuple(dict.fromkeys(v for v, _ in entries if v is not None))
-    return Pin(versions, exact=all(exact for _, exact in entries))
+def _entry_applies(entry: Mapping[str, object], kind: str, fixed: Mapping[str, str],
+                   where: str, line: int | None) -> bool | None:
+    """A pylock entry's ``marker``, or a uv.lock fork's ``resolution-markers`` (it applies
+    where any of them holds)."""
+    if kind == "pylock":
+        marker = entry.get("marker")
+        return _applies(marker if isinstance(marker, str) else None, fixed, where, line)
+    forks = entry.get("resolution-markers")
+    if not isinstance(forks, list) or not forks:
+        return True
+    results = {_applies(str(m), fixed, where, line) for m in forks}
+    return True if True in results else (None if None in results else False)
 
 
-def _read_requirements(path: Path, where: str, pins: dict[str, list[tuple[str | None, bool]]],
-                       seen: set[str]) -> None:
+def _toml_source(entry: Mapping[str, object], kind: str) -> str:
+    """Where a lock entry takes its distribution from: ``index``, another source kind, or empty
+    when the entry names none."""
+    if kind == "pylock":
+        found = [key for key in _PYLOCK_SOURCES if key in entry]
+        if found:
+            return found[0]
+        return "index" if "wheels" in entry or "sdist" in entry else ""
+    source = entry.get("source")
+    if isinstance(source, dict):
+        return next((_UV_SOURCES.get(str(key), str(key)) for key in source), "")
+    return ""
+
+
+def _read_requirements(path: Path, where: str, entries: dict[str, list[_Entry]],
+                       fixed: Mapping[str, str], seen: set[str]) -> None:
     real = os.path.realpath(path)
     if real in seen:
         return  # -r a.txt in b.txt and -r b.txt in a.txt: each read once
@@ -131,33 +233,52 @@ def _read_requirements(path: Path, where: str, pins: dict[str, list[tuple[str | 
                                         path=where, line=number)
                 included = path.parent / value
                 _read_requirements(included, os.path.join(os.path.dirname(where), value),
-                                   pins, seen)
+                                   entries, fixed, seen)
             continue  # -e (hashed, not pinned), --index-url, --find-links...: no version
-        name, version = _requirement(line, where, number)
-        pins.setdefault(canonical_name(name), []).append((version, version is not None))
+        requirement, hashed = _requirement(line, where, number)
+        applies = _applies(requirement.marker, fixed, where, number)
+        if applies is False:
+            continue
+        entries.setdefault(canonical_name(requirement.name), []).append(
+            _requirement_entry(requirement, hashed, applies is None))
 
 
-def _requirement(line: str, where: str, number: int) -> tuple[str, str | None]:
-    """A requirement line's name and exact version (None: it pins none)."""
-    line = re.split(r"\s--?[A-Za-z]", " " + line)[0].strip()  # --hash=... after it
-    line = line.split(";", 1)[0].strip()  # markers are not evaluated
-    m = _REQUIREMENT.fullmatch(line)
-    if m is None or re.match(r"[\w+.-]*://|[.~/\\]", line) or \
-            m["name"].endswith((".whl", ".zip", ".gz")):
-        raise LockFileError(f"{line!r} names no distribution: write name==version, or "
+def _requirement(line: str, where: str, number: int) -> tuple[Requirement, bool]:
+    """A requirement line as PEP 508 reads it, and whether it carries ``--hash`` options."""
+    text, *options = re.split(r"\s(?=--?[A-Za-z])", " " + line)
+    text = text.strip()
+    hashed = any(o.startswith("--hash") for o in options)
+    if re.match(r"[\w+.-]*://|[.~/\\]", text) or \
+            re.match(rf"{_NAME}\.(whl|zip|gz)\b", text):
+        raise LockFileError(f"{text!r} names no distribution: write name==version, or "
                             "name @ URL", path=where, line=number)
-    rest = m["rest"].strip()
-    if rest.startswith("@"):
-        return m["name"], None  # a direct reference: its code may differ at one version
+    try:
+        return Requirement(text), hashed
+    except InvalidRequirement as exc:
+        named = re.match(rf"({_NAME})\s*(?:\[[^\]]*\])?\s*([^;]*)", text)
+        if named is not None and named[2].strip() and not named[2].lstrip().startswith("@"):
+            raise LockFileError(f"{named[2].strip()!r} after {named[1]} is not a version "
+                                f"specifier: write {named[1]}==VERSION", path=where,
+                                line=number) from None
+        raise LockFileError(f"{text!r} is not a PEP 508 requirement "
+                            f"({str(exc).splitlines()[0]}): write name==version",
+                            path=where, line=number) from None
+
+
+def _requirement_entry(requirement: Requirement, hashed: bool, open_marker: bool) -> _Entry:
+    """What a requirement line pins: ``===V`` pins V; ``==V`` pins V when V has a local label
+    or the line pins its artifacts by ``--hash`` (else pip may install ``V+local``); a URL, a
+    wildcard or a range pins nothing."""
+    if requirement.url:
+        return _Entry(None, False, "url", open_marker)
     exact: str | None = None
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        spec = _SPECIFIER.fullmatch(part)
-        if spec is None:
-            raise LockFileError(f"{part!r} after {m['name']} is not a version specifier: "
-                                f"write {m['name']}==VERSION", path=where, line=number)
-        if spec["op"] in ("==", "===") and not spec["version"].endswith(".*"):
-            exact = spec["version"]
-    return m["name"], exact
+    closed = False
+    for spec in requirement.specifier:
+        if spec.operator == "===":
+            exact, closed = spec.version, True
+        elif spec.operator == "==" and not spec.version.endswith(".*"):
+            exact, closed = spec.version, "+" in spec.version or hashed
+    return _Entry(exact, exact is not None and closed, "index", open_marker)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -197,23 +318,11 @@ def _key_line(text: str, key: str) -> int | None:
 
 def _read_text(path: Path, where: str) -> str:
     """A lock file's text: a regular file of at most ``MAX_LOCK_BYTES``, in UTF-8."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise LockFileError(f"cannot read the lock file: {exc.strerror}", path=where) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LockFileError("not a regular file: pass a lock file", path=where)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_LOCK_BYTES + 1)
-    except OSError as exc:
-        raise LockFileError(f"cannot read the lock file: {exc.strerror}", path=where) from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_LOCK_BYTES:
-        raise LockFileError(f"larger than {MAX_LOCK_BYTES // 2**20} MiB: not a lock file",
-                            path=where)
+        data = read_regular_file(path, MAX_LOCK_BYTES)
+    except ReadRefused as exc:
+        raise LockFileError(exc.reason("the lock file", "pass a lock file",
+                                       "not a lock file"), path=where) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -179,7 +179,7 @@ class Owners:
                 for meta in self._metas_of(folder):
                     if _may_be_editable(meta):
                         info = self._info(meta)
-                        root = local_path_of(info.url or "") if info and info.editable else None
+                        root = local_path_of(info.source or "") if info and info.editable else None
                         if info is not None and root and info.name not in LEFT_OUT:
                             roots.append((_as_dir(os.path.realpath(root)), meta))
             self._editable = sorted(roots, key=lambda r: -len(r[0]))

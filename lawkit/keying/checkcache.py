@@ -37,13 +37,13 @@ import hashlib
 import importlib.util
 import json
 import os
-import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from lawkit.fsio import ReadRefused, read_regular_file
 from lawkit.keying.facts import FileFacts, Problem
 
 FORMAT = 1
@@ -178,22 +178,9 @@ def _read_regular(path: Path) -> bytes | None:
     """The bytes of a regular file of at most `MAX_BYTES`, or None: opened without blocking, so
     a FIFO or device at the path costs nothing (a FIFO with no writer would block `open`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+        return read_regular_file(path, MAX_BYTES)
+    except ReadRefused:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-            return None
-        parts, size = [], 0
-        while size <= MAX_BYTES and (part := os.read(fd, MAX_BYTES + 1 - size)):
-            parts.append(part)
-            size += len(part)
-        return None if size > MAX_BYTES else b"".join(parts)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _remove_abandoned_temps(folder: Path) -> None:

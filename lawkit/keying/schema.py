@@ -1,4 +1,5 @@
-"""The JSON Schema of law files, from the pydantic models, for editors that validate YAML.
+"""The JSON Schema of law files, from the pydantic models, for editors that validate YAML; and
+of footprint files (docs/footprint-file.md), from theirs.
 
 An editor with a YAML language server validates a law file as it is typed when the file starts
 with `# yaml-language-server: $schema=<path or URL of the schema>`; `lawkit schema > FILE`
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from lawkit.footprint.filemodel import footprint_schema
 from lawkit.lawfiles.lawfile import SCHEMA, LawFile
 from lawkit.lawfiles.terms import TERM_PATTERN
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-__all__ = ["DIALECT", "TERM_PATTERN", "law_file_schema"]
+__all__ = ["DIALECT", "TERM_PATTERN", "footprint_file_schema", "law_file_schema"]
 
 
 def law_file_schema() -> dict[str, Any]:
@@ -35,3 +37,8 @@ def law_file_schema() -> dict[str, Any]:
     return {"$schema": DIALECT,
             "title": f"lawkit law file ({SCHEMA})", **{k: v for k, v in schema.items()
                                                          if k != "title"}}
+
+
+def footprint_file_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a footprint file (``lawkit-footprint/1`` to ``/3``)."""
+    return {"$schema": DIALECT, **footprint_schema()}

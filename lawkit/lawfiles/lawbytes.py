@@ -4,12 +4,10 @@ hash files without importing pydantic or PyYAML when its cache already knows the
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from pathlib import Path
 
 from lawkit.errors import LawFileError
+from lawkit.fsio import ReadRefused, read_regular_file
 
 MAX_BYTES = 1 << 20
 """The largest law file lawkit reads (1 MiB). Law files are small (the bundled ones are about
@@ -22,33 +20,16 @@ def read_bytes(path: str | Path, shown: str) -> bytes:
     """The bytes of a law file: a regular file (never a symlink followed, a folder or a FIFO)
     of at most `MAX_BYTES`; a LawFileError otherwise."""
     try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and os.path.islink(path):
-            raise _not_regular("a symlink", shown) from None
-        what = "no such file" if exc.errno == errno.ENOENT else exc.strerror
+        return read_regular_file(path, MAX_BYTES, follow_symlinks=False)
+    except ReadRefused as exc:
+        if exc.problem == "size":
+            check_size(MAX_BYTES + 1, shown)
+        if exc.problem in ("symlink", "kind"):
+            kind = exc.detail if exc.detail in ("a symlink", "a folder", "a FIFO") \
+                else "a special file"
+            raise _not_regular(kind, shown) from None
+        what = "no such file" if exc.problem == "missing" else exc.detail
         raise LawFileError(f"cannot read: {what}", path=shown) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO"
-                               if stat.S_ISFIFO(st.st_mode) else "a special file", shown)
-        check_size(st.st_size, shown)
-        parts, size = [], 0
-        while size <= MAX_BYTES and (part := os.read(fd, MAX_BYTES + 1 - size)):
-            parts.append(part)
-            size += len(part)
-    except OSError as exc:
-        raise LawFileError(f"cannot read: {exc.strerror}", path=shown) from None
-    finally:
-        os.close(fd)
-    raw = b"".join(parts)
-    check_size(len(raw), shown)
-    return raw
-
-
-# O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO cannot hang the read.
-_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 def _not_regular(what: str, shown: str) -> LawFileError:

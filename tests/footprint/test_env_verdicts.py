@@ -81,7 +81,7 @@ def test_startup_only_and_no_region_open(repo: Path) -> None:
 
 
 def test_absent_from_the_target_counts_as_changed(repo: Path) -> None:
-    (repo / "requirements.txt").write_text("tokenlike==0.20.0\nnative==5.0\n")
+    (repo / "requirements.txt").write_text("tokenlike===0.20.0\nnative===5.0\n")
     _code, regions, doc = regions_of("--env", "requirements.txt")
     assert regions["sample_s"] == "steps" and regions["schedule_s"] == "untouched"
     assert doc["environment"]["changes"][0]["kind"] == "absent"
@@ -149,10 +149,10 @@ def test_rekey_env_appends_one_entry_and_later_comparisons_start_from_it(repo: P
     (repo / "lawkit.toml").write_text(_with_top(repo, 'environment = "requirements.txt"'))
     lock(repo, torchlike="2.12.0")
     before = (repo / "laws/host.yaml").read_bytes()
-    refused = lawkit("rekey", "--env", "--why", "torch upgrade", "--require", "untouched")
+    refused = lawkit("rekey", "--accept-env", "--why", "torch upgrade", "--require", "untouched")
     assert refused.exit_code == 2 and "sampling (sample_s) steps" in refused.output
     assert (repo / "laws/host.yaml").read_bytes() == before
-    done = lawkit("rekey", "--env", "--why", "torch upgrade, laws still hold")
+    done = lawkit("rekey", "--accept-env", "--why", "torch upgrade, laws still hold")
     assert done.exit_code == 0, done.output
     assert "accepted the environment in laws/host.yaml: torchlike 2.11.0 -> 2.12.0" in done.stdout
     assert "laws/host.yaml  sampling (sample_s)  steps" in done.stdout
@@ -161,7 +161,7 @@ def test_rekey_env_appends_one_entry_and_later_comparisons_start_from_it(repo: P
     assert after.startswith(before) and added.count("\n") == 1, added
     assert "env: {torchlike: [2.11.0, 2.12.0]}" in added.replace('"', "").replace("'", ""), added
     assert lawkit("check").exit_code == 0
-    again = lawkit("rekey", "--env", "--why", "again")
+    again = lawkit("rekey", "--accept-env", "--why", "again")
     assert again.exit_code == 0 and (repo / "laws/host.yaml").read_bytes() == after
     assert lawkit("footprint", "diff", "fp.json").exit_code == 1  # the footprint itself is old
     lock(repo, torchlike="2.13.0")

@@ -12,7 +12,7 @@ from lawkit.footprint.environment import (
     Pin,
     PythonBuild,
     Target,
-    version_key,
+    same_version,
 )
 
 PY = PythonBuild("3.12.3", "cpython", "", False)
@@ -47,27 +47,38 @@ def test_a_distribution_that_did_not_run_is_not_compared() -> None:
     assert compare(_recorded(DistInfo("alpha", "1.0")), target) == []
 
 
-def test_an_editable_install_counts_as_changed_at_the_same_version() -> None:
-    recorded = _recorded(DistInfo("mylib", "0.3", url="file:///src/mylib", editable=True))
-    installed = DistInfo("mylib", "0.3", url="file:///src/mylib", editable=True)
-    current = Target("current", PY, {"mylib": Pin(("0.3",), installed=installed)})
+def test_an_editable_install_judged_by_version_counts_as_changed_at_the_same_version() -> None:
+    recorded = _recorded(DistInfo("mylib", "0.3", install="editable", source="file:///src/mylib"))
+    installed = DistInfo("mylib", "0.3", install="editable", source="file:///src/mylib")
+    current = Target("current", PY, {"mylib": Pin(("0.3",), installed=installed,
+                                                  source="editable")})
     [change] = compare(recorded, current)
-    assert (change.kind, change.url) == ("editable", "file:///src/mylib")
-    assert change.describe() == ("mylib 0.3 (editable from file:///src/mylib: its code may "
-                                 "differ at one version)")
+    assert (change.kind, change.url) == ("install", "file:///src/mylib")
+    assert change.describe() == ("mylib 0.3 (installed editable from file:///src/mylib: its "
+                                 "code may differ at one version)")
+
+
+@pytest.mark.parametrize("source", ["vcs", "directory", "archive", ""])
+def test_a_lock_source_other_than_an_index_is_a_change_at_the_recorded_version(
+        source: str) -> None:
+    """Issue 39, case 2: a pylock vcs or directory source, a uv.lock git source."""
+    [change] = compare(_recorded(DistInfo("six", "1.17.0")),
+                       _lock(six=Pin(("1.17.0",), source=source)))
+    assert (change.kind, change.url) == ("source", source or "unnamed")
+    assert "its code may differ at one version" in change.describe()
 
 
 def test_a_direct_url_install_is_unchanged_only_where_the_same_record_is_installed() -> None:
     wheel = "file:///wheels/mylib-0.3-py3-none-any.whl"
-    recorded = _recorded(DistInfo("mylib", "0.3", record="aa", url=wheel))
+    recorded = _recorded(DistInfo("mylib", "0.3", record="aa", install="archive", source=wheel))
     same = Target("current", PY, {"mylib": Pin(("0.3",), installed=DistInfo(
-        "mylib", "0.3", record="aa", url=wheel))})
+        "mylib", "0.3", record="aa", install="archive", source=wheel), source="archive")})
     rebuilt = Target("current", PY, {"mylib": Pin(("0.3",), installed=DistInfo(
-        "mylib", "0.3", record="bb", url=wheel))})
+        "mylib", "0.3", record="bb", install="archive", source=wheel), source="archive")})
     assert compare(recorded, same) == []
-    assert _kinds(compare(recorded, rebuilt)) == [("mylib", "direct url", "0.3", "0.3")]
+    assert _kinds(compare(recorded, rebuilt)) == [("mylib", "install", "0.3", "0.3")]
     assert _kinds(compare(recorded, _lock(mylib=Pin(("0.3",))))) == \
-        [("mylib", "direct url", "0.3", "0.3")]
+        [("mylib", "install", "0.3", "0.3")]
 
 
 @pytest.mark.parametrize("other", [
@@ -91,14 +102,14 @@ def test_a_lock_file_compares_no_python_unless_an_exact_one_is_given() -> None:
 
 
 def test_versions_compare_as_pep_440_says() -> None:
-    assert version_key("2.1") == version_key("2.1.0") == version_key("v2.1.0")
-    assert version_key("1.0rc1") == version_key("1.0c1") == version_key("1.0-rc.1")
-    assert version_key("1.0-1") == version_key("1.0.post1")
-    assert version_key("1.0.dev") == version_key("1.0.dev0")
-    assert version_key("2.1+CU121") == version_key("2.1.0+cu121")
-    assert version_key("2.1+cu121") != version_key("2.1")
-    assert version_key("2.1rc1") != version_key("2.1")
-    assert version_key("not a version") == "not a version"
+    assert same_version("2.1", "2.1.0") and same_version("2.1", "v2.1.0")
+    assert same_version("1.0rc1", "1.0c1") and same_version("1.0rc1", "1.0-rc.1")
+    assert same_version("1.0-1", "1.0.post1")
+    assert same_version("1.0.dev", "1.0.dev0")
+    assert same_version("2.1+CU121", "2.1.0+cu121")
+    assert not same_version("2.1+cu121", "2.1")
+    assert not same_version("2.1rc1", "2.1")
+    assert same_version("Not A Version", "not a version")
 
 
 def test_the_report_line_names_the_distribution_versions_phases_and_regions() -> None:
@@ -118,4 +129,4 @@ def test_the_report_line_names_the_distribution_versions_phases_and_regions() ->
     assert change_line(python) == \
         "changed  python cpython 3.12.3 -> cpython 3.13.1  counts as steps for every law"
     assert bump.to_json() == {"name": "torch", "kind": "version", "old": "2.11.0",
-                              "new": "2.12.0", "allowed": [], "url": None}
+                              "new": "2.12.0", "allowed": [], "url": None, "install": None}

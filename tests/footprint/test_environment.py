@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import packaging
 import pytest
 
 import lawkit
@@ -86,7 +87,7 @@ def test_installed_distributions_read_name_version_record_and_how_installed(
     found = installed_distributions([str(site)])
     assert sorted(found) == ["alpha", "beta-lib"]
     alpha = found["alpha"]
-    assert (alpha.version, alpha.installed_as()) == ("1.0", "index")
+    assert (alpha.version, alpha.install, alpha.source) == ("1.0", "index", None)
     record = (site / "alpha-1.0.dist-info" / "RECORD").read_bytes()
     assert alpha.record == hashlib.sha256(record).hexdigest()
     assert found["beta-lib"].record != alpha.record
@@ -148,8 +149,8 @@ def test_an_editable_install_owns_the_files_under_its_project(tmp_path: Path) ->
     found = distributions_of([path], [str(site)])
     assert found.owners == {path: "proj"}
     dist = found.distributions["proj"]
-    assert (dist.version, dist.installed_as(), dist.url) == ("0.3", "editable",
-                                                             project.parent.as_uri())
+    assert (dist.version, dist.install, dist.source) == ("0.3", "editable",
+                                                         project.parent.as_uri())
 
 
 def test_the_distribution_of_a_shared_object_named_in_proc_maps(venvs: Venvs,
@@ -191,7 +192,13 @@ def _in_venv(venv: Path, *args: str) -> dict[str, object]:
     """Run the recorder's end-of-run look-up inside the venv's own Python (lawkit by
     PYTHONPATH, as a measured process finds it)."""
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # lawkit's one dependency the look-up needs (packaging) beside it, without its dist-info:
+    # the venv's distributions stay the venv's own
+    shelf = venv / "lawkit-deps"
+    if not shelf.exists():
+        shelf.mkdir()
+        (shelf / "packaging").symlink_to(Path(packaging.__file__).parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(shelf)])}
     out = subprocess.run([str(python), "-c", _IN_VENV, *args], capture_output=True,
                          text=True, check=True, env=env, cwd=venv)
     result: dict[str, object] = json.loads(out.stdout)

@@ -85,7 +85,7 @@ def test_diff_exits_2_on_a_bad_revision_or_a_damaged_footprint(repo: Path) -> No
     (repo / "bad.json").write_text('{"schema": "other"}')
     result = lawkit("footprint", "diff", "bad.json", cwd=repo)
     assert result.returncode == 2
-    assert ("bad.json: schema: expected one of ['lawkit-footprint/1', 'lawkit-footprint/2']"
-            in result.stderr)
+    assert ("bad.json: schema: expected one of ['lawkit-footprint/1', 'lawkit-footprint/2', "
+            "'lawkit-footprint/3']" in result.stderr)
     result = lawkit("footprint", "diff", "missing.json", cwd=repo)
     assert result.returncode == 2 and "missing.json" in result.stderr

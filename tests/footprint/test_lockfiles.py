@@ -74,9 +74,10 @@ def test_a_pylock_pins_each_package_and_a_name_at_two_versions_is_ambiguous(
         tmp_path: Path) -> None:
     target = read_lock(_write(tmp_path, "pylock.toml", PYLOCK))
     assert target.python is None  # a lock file names no exact Python
-    assert target.distributions == {"engine": Pin((), exact=False),
-                                    "numpy": Pin(("2.1.3",)),
-                                    "torch": Pin(("2.11.0", "2.10.0"))}
+    assert target.distributions == {"engine": Pin((), exact=False, source="directory"),
+                                    "numpy": Pin(("2.1.3",), source=""),
+                                    "torch": Pin(("2.11.0", "2.10.0"), exact=False,
+                                                 source="")}
     assert target.distributions["numpy"].only() == "2.1.3"
     assert target.distributions["torch"].only() is None
     assert target.distributions["engine"].only() is None
@@ -93,7 +94,8 @@ def test_a_uv_lock_pins_its_packages_with_forks_ambiguous(tmp_path: Path) -> Non
     target = read_lock(_write(tmp_path, "uv.lock", UV_LOCK), shown="uv.lock")
     assert target.source == "uv.lock"
     assert target.distributions == {"triton": Pin(("3.5.0",)),
-                                    "typing-extensions": Pin(("4.12.2", "4.13.0"))}
+                                    "typing-extensions": Pin(("4.12.2", "4.13.0"),
+                                                             exact=False)}
 
 
 def test_a_requirements_file_pins_name_equals_version_lines(tmp_path: Path) -> None:
@@ -110,7 +112,7 @@ def test_a_requirements_file_pins_name_equals_version_lines(tmp_path: Path) -> N
 torch[cuda]==2.11.0 \\
     --hash=sha256:00aa \\
     --hash=sha256:11bb
-tokenizers==0.20.1 ; python_version >= "3.10"   # a marker is not evaluated
+tokenizers==0.20.1+cpu ; python_version >= "3.10"   # no Python fixed: open
 safetensors===0.4.5
 pydantic>=2
 mylib @ file:///srv/mylib-1.0-py3-none-any.whl
@@ -119,17 +121,70 @@ attrs==24.2.0 ; python_version < "3.12"
 attrs==24.3.0 ; python_version >= "3.12"
 """)
     pins = read_lock(path).distributions
+    # ==2.1.3 admits 2.1.3+local (pip installs one from that line): only --hash, === or a
+    # local label pins one build
     assert {name: pin.only() for name, pin in pins.items()} == {
-        "attrs": None, "mylib": None, "numpy": "2.1.3", "pydantic": None, "regex": None,
-        "safetensors": "0.4.5", "tokenizers": "0.20.1", "torch": "2.11.0", "triton": "3.5.0"}
-    assert pins["attrs"] == Pin(("24.2.0", "24.3.0"))
+        "attrs": None, "mylib": None, "numpy": None, "pydantic": None, "regex": None,
+        "safetensors": "0.4.5", "tokenizers": None, "torch": "2.11.0", "triton": None}
+    assert pins["attrs"] == Pin(("24.2.0", "24.3.0"), exact=False)
+    assert pins["mylib"].source == "url"
+    fixed = read_lock(path, python="3.12.3").distributions
+    assert fixed["attrs"].only() is None and fixed["attrs"].versions == ("24.3.0",)
+    assert fixed["tokenizers"].only() == "0.20.1+cpu"
+
+
+def test_a_marker_is_evaluated_where_the_python_is_fixed_and_open_otherwise(
+        tmp_path: Path) -> None:
+    path = _write(tmp_path, "requirements.txt", """\
+attrs===24.2.0 ; python_version < "3.12"
+attrs===24.3.0 ; python_version >= "3.12"
+pywin32===306 ; sys_platform == "win32"
+""")
+    assert read_lock(path, python="3.12.3").distributions["attrs"].only() == "24.3.0"
+    assert read_lock(path, python="3.11.9").distributions["attrs"].only() == "24.2.0"
+    assert read_lock(path).distributions["attrs"].only() is None
+    # the platform stays open: the line may or may not install it
+    assert read_lock(path, python="3.12.3").distributions["pywin32"].only() is None
+
+
+def test_a_uv_fork_is_chosen_by_its_resolution_markers_where_the_python_is_fixed(
+        tmp_path: Path) -> None:
+    path = _write(tmp_path, "uv.lock", UV_LOCK)
+    assert read_lock(path, python="3.13.1").distributions["typing-extensions"].only() is None
+    assert read_lock(path, python="3.12.3").distributions["typing-extensions"].only() == \
+        "4.12.2"
+
+
+def test_a_pylock_vcs_or_directory_source_and_a_uv_git_source_are_no_index(
+        tmp_path: Path) -> None:
+    pylock = _write(tmp_path, "pylock.toml", """\
+lock-version = "1.0"
+[[packages]]
+name = "six"
+version = "1.17.0"
+vcs = { type = "git", url = "https://example.org/six.git", commit-id = "abc" }
+[[packages]]
+name = "helper"
+version = "0.1"
+directory = { path = "../helper" }
+[[packages]]
+name = "numpy"
+version = "2.1.3"
+wheels = [{ url = "https://example.org/numpy.whl", hashes = { sha256 = "00" } }]
+""")
+    pins = read_lock(pylock).distributions
+    assert {n: (p.only(), p.source) for n, p in pins.items()} == {
+        "helper": ("0.1", "directory"), "numpy": ("2.1.3", "index"), "six": ("1.17.0", "vcs")}
+    uv = _write(tmp_path, "uv.lock", 'version = 1\n[[package]]\nname = "six"\n'
+                'version = "1.17.0"\nsource = { git = "https://example.org/six.git" }\n')
+    assert read_lock(uv).distributions["six"].source == "vcs"
 
 
 def test_requirements_files_that_include_each_other_are_read_once(tmp_path: Path) -> None:
     _write(tmp_path, "a.txt", "-r b.txt\nalpha==1.0\n")
     _write(tmp_path, "b.txt", "-ra.txt\nbeta==2.0\n")
     pins = read_lock(tmp_path / "a.txt").distributions
-    assert {n: p.only() for n, p in pins.items()} == {"alpha": "1.0", "beta": "2.0"}
+    assert {n: p.versions for n, p in pins.items()} == {"alpha": ("1.0",), "beta": ("2.0",)}
 
 
 @pytest.mark.parametrize(("name", "text", "where", "says"), [
