@@ -98,9 +98,9 @@ def law_verdict(regions: Iterable[str], changes: Iterable[UnitChange],
     no region open (``"*"``), or a new unit counts as steps; else ``startup`` if one ran at
     start-up in ``"*"`` or in R; else ``untouched``. Layout-only changes count for nothing.
     The environment's differences (``env``) count as changed units with the phases and regions
-    their distribution ran in; with ``env.strict`` (``--require untouched``), code that ran
-    from no distribution (outside the workspace: its own code is never listed) makes every law
-    ``unknown``.
+    their distribution ran in; with ``env.strict`` (every verdict a law is re-keyed on), code
+    that ran from no distribution (outside the workspace: its own code is never listed) makes
+    every law ``unknown``.
     """
     units = list(changes) + ([e.unit() for e in env.changes] if env is not None else [])
     if env is not None and env.strict and env.unpackaged:
@@ -201,7 +201,7 @@ class EnvUnit:
 class EnvComparison:
     """A footprint's environment compared with a target: the target (None: not compared), the
     differences that count, the code that ran from no distribution, and whether that code
-    makes a verdict unknown (``--require untouched``)."""
+    makes a verdict unknown (``check``, ``rekey``, ``fit`` and ``review``)."""
 
     source: str | None
     changes: tuple[EnvUnit, ...] = ()
@@ -221,7 +221,7 @@ class EnvComparison:
                                  f"{self.source}")]
 
     def unpackaged_line(self) -> str | None:
-        """Under ``--require untouched``, the one line saying which code from no distribution
+        """Where strict, the one line saying which code from no distribution
         ran (it makes every law ``unknown``: no target pins it) and what to do; None when
         none ran or nothing is required."""
         reason = self._unpackaged_reason()
@@ -236,13 +236,13 @@ class EnvComparison:
             named += f" and {more} more"
         return printable(
             f"code from no distribution ran: {named}: no environment pins it, so every law "
-            "counts as unknown under --require untouched; install it as a distribution, or "
+            "counts as unknown; install it as a distribution, or "
             "move it into the workspace or the hashed files, then record the footprint again "
             "(one recorded by an older lawkit lists the workspace's own code too)")
 
     def reason(self, code_moves: bool) -> str | None:
         """Why the environment makes a verdict not untouched, and what to do, on one line:
-        the code from no distribution that ran (under ``--require untouched``), else the
+        the code from no distribution that ran (where strict), else the
         differences where the engine's code moves no law (``code_moves`` False); None when
         the engine's code is the reason, or the environment moves nothing."""
         unpackaged = self._unpackaged_reason()

@@ -1,6 +1,8 @@
 """The one re-key policy of `rekey`, `review` and `fit`'s kept laws (docs/footprints.md, "What a
-verdict lets you do"): which law verdicts a re-key may rest on, whether code that ran from no
-distribution counts as unknown, and the words of a refusal.
+verdict lets you do"): which law verdicts a re-key may rest on, and the words of a refusal.
+Code that ran from no distribution counts as unknown under every policy and without one (no
+target pins it: `keying.footprints.verdicts_of`), so that `check` and `rekey` give one law
+one verdict.
 
 Two levels. ``untouched``: only code the capture runs never ran changed. ``startup``: that, or
 code that ran only at start-up changed, which a person judges (a re-key with ``--why`` says
@@ -57,12 +59,6 @@ class Require:
         if ws is None or ws.require is None:
             return None
         return cls(ws.require, config_key(ws))
-
-    @property
-    def strict(self) -> bool:
-        """Whether code that ran from no distribution makes a verdict unknown: under any
-        policy, since no environment pins it."""
-        return True
 
     def said(self) -> str:
         """The policy as messages name it: ``--require startup``, or the config key."""

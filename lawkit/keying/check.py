@@ -27,12 +27,14 @@ from lawkit.workers import map_in_workers
 
 if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
+    from lawkit.footprint.require import Require
     from lawkit.keying.checkcache import CheckCache
     from lawkit.keying.footprints import FileVerdict
     from lawkit.lawfiles.lawfile import LawFile
 
-ENV_FIX = "lawkit rekey --env --why TEXT"
-"""Accepts a target environment as a law file's new baseline (the laws still hold)."""
+ENV_FIX = "lawkit rekey --accept-env"
+"""Accepts a target environment as a law file's new baseline (the laws still hold), with the
+target's ``--env`` and ``--why TEXT``."""
 SYMLINKED_FOLDER = ("a symlinked folder: lawkit never follows a symlink below the laws folder "
                     "(its law files would be checked and rekeyed outside it); move the files "
                     "into the laws folder, or point --laws at the folder itself")
@@ -160,24 +162,32 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
     return report
 
 
-def _env_problems(v: FileVerdict) -> list[Problem]:
-    """One problem per difference of the environment that moves one of a file's laws."""
-    from lawkit.footprint.lawverdict import law_verdict
+def _env_problems(v: FileVerdict, policy: Require | None) -> list[Problem]:
+    """One problem per difference of the environment that moves one of a file's laws, each law
+    judged on the footprint of its own fit (a file's laws may rest on several). The fix names
+    the acceptance of that target, unless the workspace's policy would refuse it."""
+    from lawkit.footprint.lawverdict import env_option, law_verdict
 
-    env = v.diff.env if v.diff is not None else None
-    if env is None or env.source is None:
-        return []
-    regions = v.diff.regions if v.diff is not None else ()
-    fix = f"{refit_fix(v.path)}, or if the laws still hold: {ENV_FIX} {v.path}"
-    out = []
-    for change in env.changes:
-        alone = dataclasses.replace(env, changes=(change,), unpackaged=())
-        moved = [f"{law.name} ({law.target}) {verdict}" for law in v.laws
-                 if (verdict := law_verdict(regions, (), law.target, alone)[1]) != "untouched"]
-        if moved:
-            out.append(Problem(v.path, None, "environment",
-                               f"{change.line()}: {', '.join(moved)}", fix))
-    return out
+    moved: dict[str, list[str]] = {}
+    source = None
+    for basis in v.bases:
+        env = basis.diff.env
+        if env is None or env.source is None:
+            continue
+        source = env.source
+        for change in env.changes:
+            alone = dataclasses.replace(env, changes=(change,), unpackaged=())
+            laws = moved.setdefault(change.line(), [])
+            laws += [said for law in v.laws if basis.path in law.footprints
+                     and (verdict := law_verdict(basis.diff.regions, (), law.target,
+                                                 alone)[1]) != "untouched"
+                     and (said := f"{law.name} ({law.target}) {verdict}") not in laws]
+    accept = f"{refit_fix(v.path)}, or if the laws still hold: {ENV_FIX} " \
+             f"{env_option(source)}--why TEXT {v.path}"
+    refused = policy is not None and any(not policy.passes(law.verdict) for law in v.laws)
+    return [Problem(v.path, None, "environment", f"{line}: {', '.join(laws)}",
+                    refit_fix(v.path) if refused else accept)
+            for line, laws in moved.items() if laws]
 
 
 def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckReport,
@@ -187,13 +197,15 @@ def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckRe
     laws' (the verdicts `rekey` and `review` give); files whose verdict is unknown are left
     out. Each file's differences of the environment are problems of their own."""
     from lawkit.footprint.history import git_old_source
+    from lawkit.footprint.require import Require
     from lawkit.footprint.trees import work_tree_sources
     from lawkit.keying.footprints import verdicts_of
 
+    policy = Require.of(None, ws)
     judged = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
                          old_source=git_old_source(ws.digest), env=env)
     for v in judged:
-        moved = _env_problems(v)
+        moved = _env_problems(v, policy)
         report.problems.extend(moved)
         if v.verdict == "unknown" or (v.path not in stale and not moved):
             continue

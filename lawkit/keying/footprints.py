@@ -83,6 +83,10 @@ class FileVerdict:
         if self.verdict != "unknown":
             return ""
         if self.diff is not None:
+            env = self.diff.env
+            unpackaged = env.unpackaged_line() if env is not None else None
+            if unpackaged is not None:
+                return unpackaged.removeprefix("unknown  ")
             laws = ", ".join(law.name for law in self.laws if law.verdict == "unknown")
             return (f"{laws or 'a law'}: a fit of theirs names no footprint, or one missing or "
                     "not the file it named")
@@ -97,7 +101,8 @@ class FileVerdict:
             return f"unknown: {self.why_unknown}"
         others = "".join(f"; footprint {b.path}, {b.diff.summary()}" for b in self.bases
                          if b.path != self.footprint)
-        return f"{self.verdict}: footprint {self.footprint}, {self.diff.summary()}{others}"
+        why = f"; {self.why_unknown}" if self.verdict == "unknown" else ""
+        return f"{self.verdict}: footprint {self.footprint}, {self.diff.summary()}{others}{why}"
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as one JSON object; `units` as in `footprint diff --json`."""
@@ -205,11 +210,16 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
 
     ``read`` reads a footprint by its workspace-relative path (default: the work tree);
     ``env``, the target environment a footprint's is compared with, from the file's baseline
-    (`lawkit.footprint.envverdict`).
+    (`lawkit.footprint.envverdict`). Code that ran from no distribution makes a law compared
+    with a target ``unknown`` (no target pins it), whatever the policy: `check`, `rekey`,
+    `fit` and `review` give one law one verdict.
     """
     from functools import cache
 
     from lawkit.footprint.envverdict import compare_env, env_clauses
+
+    if env is not None:
+        env = dataclasses.replace(env, strict=True)
 
     tree = cache(target)
     seen: dict[tuple[str, str], tuple[Footprint | None, FootprintDiff | None]] = {}
@@ -283,8 +293,6 @@ def judged_on_work_tree(ws: Workspace, files: list[tuple[str, bytes]], env: EnvS
     from lawkit.footprint.history import git_old_source
     from lawkit.footprint.trees import work_tree_sources
 
-    if env is not None and require is not None:
-        env = dataclasses.replace(env, strict=require.strict)
     verdicts = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
                            old_source=git_old_source(ws.digest), env=env)
     if require is None:

@@ -325,8 +325,6 @@ def head_verdicts(ws: Workspace, evidence: Evidence, head: str,
     from lawkit.footprint.history import git_old_source
 
     history = git_old_source(ws.digest)
-    if env is not None:
-        env = dataclasses.replace(env, strict=require is not None and require.strict)
     verdicts = verdicts_of(ws, files, lambda: target, evidence.read, old_source, env)
     shown_verdicts = [_shown_paths(v, repo) for v in verdicts if v.footprint is not None]
     by_path = {v.path: v for v in verdicts}
