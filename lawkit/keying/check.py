@@ -55,6 +55,8 @@ class CheckReport:
     file, what the fix line recommends, a re-key or a refit."""
     laws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Each of those files' laws with its verdict, as `rekey` and `review` give them."""
+    require: str | None = None
+    """The workspace's re-key policy (`[rekey] require`): what the fix line may name."""
 
     @property
     def ok(self) -> bool:
@@ -76,12 +78,15 @@ class CheckReport:
         problem's own line says what to do)."""
         refits = [p.fix for p in self.problems if p.fix not in (None, ADOPT_FIX, REKEY_FIX)]
         stale = list(dict.fromkeys(p.path for p in self.problems if p.fix == REKEY_FIX))
-        commands = [*dict.fromkeys(refits)]
+        line = " && ".join(dict.fromkeys(refits))
         if any(p.fix == ADOPT_FIX for p in self.problems):
-            commands.append(ADOPT_FIX)
+            line += (" && " if line else "") + ADOPT_FIX
         if stale:
-            commands.append(stale_fix(stale, self.verdicts))
-        return f"fix: {' && '.join(c for c in commands if c)}" if commands else None
+            # an adoption of a file still stale exits 1 (adopt, then rekey): `;`, so that the
+            # rekey runs after it when the line is pasted into a shell
+            after = "; " if line.endswith(ADOPT_FIX) else " && " if line else ""
+            line += after + stale_fix(stale, self.verdicts, self.require)
+        return f"fix: {line}" if line else None
 
     def text_lines(self) -> list[str]:
         """One line per problem then the fix, or the one-line summary."""
@@ -156,7 +161,8 @@ def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
     compared = env is not None and env.source is not None
     bound = [(name, raw) for name, (raw, _entry, _known) in zip(shown, read, strict=True)
              if (compared or name in stale) and isinstance(raw, bytes) and b"footprint" in raw]
-    report = CheckReport(key=key, digest=digest, files=shown, problems=problems)
+    report = CheckReport(key=key, digest=digest, files=shown, problems=problems,
+                         require=ws.require)
     if bound:
         _add_verdicts(ws, bound, report, stale, env)
     return report
@@ -358,7 +364,8 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
                 path, law_file.line("host", "laws"), "body-edited",
                 f"the laws differ from the body the {entry.kind} entry at line "
                 f"{law_file.line('host', 'provenance', i)} recorded: edited by hand after it; "
-                f"undo the edit, refit ({refit}), or keep it: {ADOPT_FIX} {path}", refit))
+                f"undo the edit, refit ({refit}), or keep it: {ADOPT_FIX} {path}",
+                f"{refit}, or to keep the edit: {ADOPT_FIX} {path}"))
         break
     return problems
 

@@ -127,6 +127,11 @@ def _config_text(root: str, packages: tuple[str, ...], key: str) -> str:
         "# The field of host.key the digest fills (and the captures' digest column):\n"
         f"key = {_quoted(key)}\n"
         "\n"
+        "[rekey]\n"
+        "# What a re-key may rest on: startup lets rekey --why through where only code the\n"
+        "# capture runs ran at start-up changed (you judge); steps and unknown need a refit:\n"
+        'require = "startup"\n'
+        "\n"
         "[score]\n"
         "# lawkit score fails (exit 1) a law whose MAPE exceeds this fraction:\n"
         "# max_mape = 0.1\n")

@@ -24,12 +24,15 @@ def stale_message(named: str, digest: str) -> str:
 
 
 def stale_fix(paths: Sequence[str],
-              verdicts: Mapping[str, tuple[str, Sequence[str]]] | None = None) -> str:
+              verdicts: Mapping[str, tuple[str, Sequence[str]]] | None = None,
+              require: str | None = None) -> str:
     """The fix of stale files: a re-key, which is right only when the engine change cannot
     move host time (the laws still hold), else a refit: named with the file when
     there is one, else for each. ``verdicts`` holds, for a file whose footprint verdict is
-    known, the verdict and the laws that are not untouched: an untouched file is re-keyed, a
-    touched one refitted, each named with its verdict."""
+    known, the verdict and the laws that are not untouched: an untouched file is re-keyed; a
+    startup one is re-keyed if the person judges the start-up change cannot move the steps'
+    time, or refitted (only refitted where the workspace's policy ``require`` is
+    ``untouched``); a steps one refitted; each named with its verdict."""
     known = verdicts or {}
     untouched = [p for p in paths if p in known and known[p][0] == "untouched"]
     touched = [p for p in paths if p in known and p not in untouched]
@@ -44,9 +47,13 @@ def stale_fix(paths: Sequence[str],
         verdict, laws = known[path]
         groups.setdefault((verdict, tuple(laws)), []).append(path)
     for (verdict, laws), files in groups.items():
-        parts.append(f"refit {' '.join(files)} (footprint verdict {verdict}: "
-                     f"{', '.join(laws)}): "
-                     + (refit_fix(files[0]) if len(files) == 1 else f"{refit_fix('FILE')}, each"))
+        refit = refit_fix(files[0]) if len(files) == 1 else f"{refit_fix('FILE')}, each"
+        said = f"(footprint verdict {verdict}: {', '.join(laws)})"
+        if verdict == "startup" and require != "untouched":
+            parts.append(f"{REKEY_FIX} {' '.join(files)} {said} if the start-up change cannot "
+                         f"move the steps' time (you judge), else refit: {refit}")
+        else:
+            parts.append(f"refit {' '.join(files)} {said}: {refit}")
     if rest:
         parts.append(_unjudged_fix(rest))
     return " && ".join(parts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,11 +109,58 @@ def test_check_footprint_diff_rekey_and_review_give_each_law_one_verdict(
     reviewed = lawkit("review", "--base", f"{base}~1", "--format", "json")
     assert _by_name(json.loads(reviewed.stdout)["laws"]) == expected
 
-    # check's fix line names each law with its own verdict, as the others do
+    # check's fix line names each law with its own verdict, as the others do: a start-up
+    # change is re-keyed with --why if the person judges it cannot move the steps' time, or
+    # refitted; a steps change refitted
     fix = lawkit("check").stdout.splitlines()[-1]
+    worst = "steps" if "steps" in expected.values() else "startup"
     touched = ", ".join(f"{law['name']} ({law['target']}) {expected[law['name']]}"
                         for law in LAWS if expected[law["name"]] != "untouched")
-    assert f": {touched}): lawkit fit CAPTURE... --out laws/host.yaml" in fix
+    said = f"(footprint verdict {worst}: {touched})"
+    assert fix == (f"fix: refit laws/host.yaml {said}: lawkit fit CAPTURE... --out "
+                   "laws/host.yaml" if worst == "steps" else
+                   f'fix: lawkit rekey --why "..." laws/host.yaml {said} if the start-up change '
+                   "cannot move the steps' time (you judge), else refit: lawkit fit CAPTURE... "
+                   "--out laws/host.yaml")
+
+
+def test_a_start_up_change_is_re_keyed_as_check_s_fix_says_under_the_startup_policy(
+        repo: Path) -> None:
+    old, new = EDITS["setup"]
+    path = repo / "atom/sampler.py"
+    path.write_text(path.read_text().replace(old, new))
+    config = repo / "lawkit.toml"
+    config.write_text(config.read_text() + '\n[rekey]\nrequire = "startup"\n')
+    fix = lawkit("check").stdout.splitlines()[-1]
+    args = shlex.split(fix.removeprefix("fix: ").split(" (", 1)[0])
+    assert args == ["lawkit", "rekey", "--why", "...", "laws/host.yaml"]
+    done = lawkit(*args[1:3], "setup fills a buffer read by no step", *args[4:])
+    assert done.exit_code == 0, done.output
+    assert "warning" not in done.output
+    assert lawkit("check").exit_code == 0
+    # under the untouched policy the same change is refused, and the fix names the refit alone
+    commit(repo, {}, "re-keyed")
+    path.write_text(path.read_text().replace(new, "return [2] * n"))
+    config.write_text(config.read_text().replace('"startup"', '"untouched"'))
+    fix = lawkit("check").stdout.splitlines()[-1]
+    assert fix.startswith("fix: refit laws/host.yaml (footprint verdict startup: ")
+    refused = lawkit("rekey", "--why", "setup")
+    assert refused.exit_code == 2, refused.output
+    assert "re-key with --require startup --why TEXT (you judge), else refit" in refused.stderr
+
+
+def test_a_re_key_over_a_steps_law_with_no_policy_warns_naming_it(repo: Path) -> None:
+    old, new = EDITS["sample"]
+    path = repo / "atom/sampler.py"
+    path.write_text(path.read_text().replace(old, new))
+    done = lawkit("rekey", "--why", "sampler edit")
+    assert done.exit_code == 0, done.output
+    warnings = [line for line in done.stdout.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: re-keyed 2 laws whose verdict is steps (sampling (sample_s), whole step "
+        "(step_s)): code their capture runs executed in steps changed, so they may no longer "
+        "hold; refit them (lawkit fit CAPTURE... --out FILE), and set [rekey] require = "
+        '"startup" in the config so that such a re-key is refused']
 
 
 def test_a_docstring_added_to_a_step_function_moves_no_verdict_and_is_listed_as_layout_only(

@@ -84,7 +84,7 @@ def test_check_for_stale_laws_without_provenance_says_adopt_then_rekey(tmp_path:
     result = runner.invoke(app, ["check"])
     assert result.exit_code == 1, result.output
     assert _lines(result.stdout)[-1] == (
-        'fix: lawkit rekey --adopt --why "..." && lawkit rekey --why "..." if the engine '
+        'fix: lawkit rekey --adopt --why "..."; lawkit rekey --why "..." if the engine '
         "change cannot move host time, else refit: lawkit fit CAPTURE... --out "
         "laws/cell00000.yaml")
 

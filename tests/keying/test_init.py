@@ -53,6 +53,7 @@ def test_init_writes_a_config_keyed_after_the_first_package_and_prints_the_next_
     assert ws.digest.root == tmp_path / "src"
     assert ws.digest.packages == ("My-Engine.v2", "extra")
     assert ws.digest.key == "my_engine_v2"
+    assert ws.require == "startup"  # a start-up change needs only --why; steps, a refit
     digest = runner.invoke(app, ["digest", "--json"])
     assert digest.exit_code == 0, digest.output
     assert '"key": "my_engine_v2"' in digest.stdout

@@ -1,0 +1,87 @@
+"""Every fix line `check` prints is a command that, run as printed (TEXT and "..." filled in),
+makes the same `check` pass or does what it says (docs/commands.md, `lawkit check`): for a
+stale digest, laws written before lawkit, laws edited by hand, and a stale file whose footprint
+verdict is `startup` (a re-key the person judges), `untouched` or `steps` (a refit). The
+environment's fix lines are run in test_env_acceptance.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.cli import invoke as lawkit
+from testing.workspaces import make_workspace
+
+WHY = "the change cannot move host time"
+
+
+def commands(fix: str) -> list[list[str]]:
+    """The commands of a fix line a person runs, in order, each as a shell splits it with its
+    placeholders filled in; a refit (which needs fresh captures) is left out."""
+    assert fix.startswith("fix: "), fix
+    out = []
+    for part in re.split(" && |; ", fix.removeprefix("fix: ")):
+        # each part is a command, then what it rests on: `(footprint verdict ...)`, `if ...`,
+        # or the refit that takes its place
+        command = part.split(" (", 1)[0].split(" if ", 1)[0].split(", or ", 1)[0]
+        args = [WHY if word in ("...", "TEXT") else word for word in shlex.split(command)]
+        if args[:2] != ["lawkit", "fit"]:
+            out.append(args)
+    return out
+
+
+def run_fix(*check_args: str) -> None:
+    """Run every command the fix line of `check` names as a shell would (`&&` stops at a
+    failure, `;` does not), then check again: it passes."""
+    result = lawkit("check", *check_args)
+    assert result.exit_code == 1, result.output
+    fix = result.stdout.splitlines()[-1]
+    todo = commands(fix)
+    assert todo, result.stdout
+    joins = re.findall(" && |; ", fix)
+    for i, args in enumerate(todo):
+        assert args[0] == "lawkit"
+        done = lawkit(*args[1:])
+        if i < len(joins) and joins[i] == "; ":
+            continue
+        assert done.exit_code == 0, (args, done.output)
+    after = lawkit("check", *check_args)
+    assert after.exit_code == 0, after.output
+
+
+@pytest.fixture
+def here(tmp_path: Path) -> Iterator[Path]:
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(here)
+
+
+def test_a_stale_digest_s_fix_re_keys_and_check_passes(here: Path) -> None:
+    make_workspace(here, 2, stale=True)
+    run_fix()
+
+
+def test_laws_written_before_lawkit_are_adopted_then_re_keyed_by_the_fix(here: Path) -> None:
+    make_workspace(here, 2, stale=True, provenance="none")
+    run_fix()
+
+
+def test_laws_edited_by_hand_are_kept_by_the_fix_s_adoption(here: Path) -> None:
+    make_workspace(here, 1)
+    path = here / "laws" / "cell00000.yaml"
+    text = path.read_text()
+    path.write_text(text.replace('"1": 0.0002174046967242549', '"1": 0.0003', 1))
+    fix = lawkit("check").stdout.splitlines()[-1]
+    assert fix == ("fix: lawkit fit CAPTURE... --out laws/cell00000.yaml, or to keep the edit: "
+                   'lawkit rekey --adopt --why "..." laws/cell00000.yaml')
+    done = lawkit(*[WHY if w == "..." else w for w in shlex.split(fix.split(", or to keep the "
+                                                                             "edit: ")[1])][1:])
+    assert done.exit_code == 0, done.output
+    assert lawkit("check").exit_code == 0
