@@ -68,12 +68,17 @@ from time import perf_counter_ns
 from types import TracebackType
 from typing import Literal
 
-import lawkit.footprint as _footprint
 from lawkit.capture.host import Host, this_host
 from lawkit.capture.rows import feature_row, names_of
 from lawkit.capture.sink import ColumnsSink, Flusher, Sink, TextSink
 from lawkit.errors import CaptureError
-from lawkit.footprint import RegionError, enter_region, exit_region
+from lawkit.footprint.measured.markers import (
+    RegionError,
+    enter_region,
+    exit_region,
+    phase,
+    recording,
+)
 
 __all__ = ["Capture", "CaptureError", "open"]
 
@@ -132,7 +137,7 @@ class Capture:
         self._open: list[_Region] = []
         """The regions open in the current step, innermost last (one list, which the region
         objects hold)."""
-        self._marking = _footprint.recording()
+        self._marking = recording()
         self._regions = {name: _Region(self, i, name) for i, name in enumerate(regions)}
         self._values: dict[str, float | int] = {}
         self._in_step = False
@@ -152,23 +157,18 @@ class Capture:
             self._flusher.start()
         # An engine that never closes its capture still gets its rows at interpreter exit.
         self._finalizer = weakref.finalize(self, _finish, self._sink)
-        with _state:
-            _alive.add(self)
+        STEPS.opened(self)
 
     # -- the engine's calls ---------------------------------------------------------------
 
     def steps(self) -> None:
         """Start-up is over: rows begin with the next step (`lawkit.footprint.phase("steps")`)."""
-        global _ending
         if self._closed:
             raise CaptureError("cap.steps() after the capture was closed", path=str(self.path))
         if not self._started:
             self._started = True
             self._step_context = _Step(self, counted=True)
-        with _state:
-            _stepping.add(self)
-            _ending = False
-            _footprint.phase("steps")
+        STEPS.begin(self)
 
     def step(self, **features: float) -> _Step:
         """A context for one step, whose row holds `features` (and those `set` inside it);
@@ -233,11 +233,7 @@ class Capture:
             if self._flusher is not None:
                 self._flusher.stop()
             if os.getpid() == self._pid:
-                with _state:
-                    stepped = self in _stepping
-                    _stepping.discard(self)
-                if stepped:
-                    _end_steps_if_done()
+                STEPS.closed(self)
         self._sink.close()
         self._finalizer.detach()
         if self._warmups and not self._started and not quiet:
@@ -275,8 +271,8 @@ class Capture:
         self._values = {}
         self._totals[:] = self._nones
         left = self._unwind() if self._open else None
-        if _ending:
-            _end_steps_if_done()
+        if STEPS.ending:
+            STEPS.end_if_done()
         if failed:
             return
         if left is not None:
@@ -420,28 +416,55 @@ def _exit_marker(name: str) -> None:
 
 # -- the process's steps: begun by a capture's steps(), ended by the last one's close -----------
 
-_state = threading.Lock()
-_stepping: weakref.WeakSet[Capture] = weakref.WeakSet()
-"""The open captures that called `steps()`: while one is, the process is in steps."""
-_alive: weakref.WeakSet[Capture] = weakref.WeakSet()
-"""Every capture, whose open steps hold the steps' end back (one closed while its step runs
-on another thread included)."""
-_ending = False
-"""Set when the last capture in steps closed while a step was open: that step's end (the last
-one) ends the steps."""
+class _Steps:
+    """The process's steps: begun by a capture's `steps()`, ended once no capture that called it
+    is open and no step of any capture is open on any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stepping: weakref.WeakSet[Capture] = weakref.WeakSet()
+        """The open captures that called `steps()`: while one is, the process is in steps."""
+        self._alive: weakref.WeakSet[Capture] = weakref.WeakSet()
+        """Every capture, whose open steps hold the steps' end back (one closed while its step
+        runs on another thread included)."""
+        self.ending = False
+        """Set when the last capture in steps closed while a step was open: that step's end
+        (the last one) ends the steps."""
+
+    def opened(self, capture: Capture) -> None:
+        """A capture was opened: its steps hold the end back."""
+        with self._lock:
+            self._alive.add(capture)
+
+    def begin(self, capture: Capture) -> None:
+        """``capture`` called `steps()`: the process is in steps."""
+        with self._lock:
+            self._stepping.add(capture)
+            self.ending = False
+            phase("steps")
+
+    def closed(self, capture: Capture) -> None:
+        """``capture`` was closed: the steps end if it was the last in them."""
+        with self._lock:
+            stepped = capture in self._stepping
+            self._stepping.discard(capture)
+        if stepped:
+            self.end_if_done()
+
+    def end_if_done(self) -> None:
+        """Enter shutdown when no capture in steps is open and no step is open."""
+        with self._lock:
+            if self._stepping:
+                self.ending = False
+            elif any(capture._in_step for capture in self._alive):
+                self.ending = True
+            else:
+                self.ending = False
+                phase("shutdown")
 
 
-def _end_steps_if_done() -> None:
-    """Enter shutdown when no capture in steps is open and no step is open."""
-    global _ending
-    with _state:
-        if _stepping:
-            _ending = False
-        elif any(capture._in_step for capture in _alive):
-            _ending = True
-        else:
-            _ending = False
-            _footprint.phase("shutdown")
+STEPS = _Steps()
+"""This process's steps, as its captures begin and end them (one object, never rebound)."""
 
 
 def _finish(sink: Sink) -> None:

@@ -209,7 +209,7 @@ class Flusher(threading.Thread):
 
     lawkit_runs_no_engine_code = True
     """It runs no engine code, so the 3.11 recorder need not count it as a thread in steps
-    with no region open (`lawkit.footprint.cover`)."""
+    with no region open (`lawkit.footprint.measured.cover`)."""
 
     def __init__(self, sink: Sink) -> None:
         super().__init__(name="lawkit-capture-flush", daemon=True)

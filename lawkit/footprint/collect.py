@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lawkit.footprint import Context
-from lawkit.footprint.cover import parse_context
 from lawkit.footprint.errors import RecordRefused
+from lawkit.footprint.measured.cover import parse_context
+from lawkit.footprint.measured.markers import Context
 
 WAIT_SECONDS = 10.0
 """How long `record` waits for measured processes that outlive the command."""

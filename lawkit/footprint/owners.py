@@ -49,24 +49,6 @@ def distributions_of(paths: Iterable[str],
     return Owners(search_path).attribute(paths)
 
 
-def native_libraries(maps: str = "/proc/self/maps") -> list[str]:
-    """The files this process has mapped as code (shared objects, extension modules, the
-    interpreter), sorted; empty where there is no ``/proc`` (not Linux)."""
-    try:
-        with open(maps, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    found: set[str] = set()
-    for line in lines:
-        # address perms offset dev inode pathname; the pathname may hold spaces
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and "x" in fields[1] and fields[5].startswith("/"):
-            path = fields[5].removesuffix(" (deleted)")  # replaced on disk since it was mapped
-            found.add(path)
-    return sorted(found)
-
-
 class Owners:
     """The distributions of a search path, indexed lazily by the files they installed."""
 

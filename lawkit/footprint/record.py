@@ -1,12 +1,13 @@
 """`lawkit footprint record`: run a command with every Python process it starts measured, and
 write which units ran, in which phases and regions.
 
-COMMAND runs with the start-up hook (``sitehook``, as ``sitecustomize`` on ``PYTHONPATH``) in a
-temp folder. On Python 3.12+ each process records with ``sys.monitoring`` (``sysmon``), cheap
-enough to take in the capture run; on 3.11 with coverage.py (``cover``: arcs, the C tracer,
-the generated rcfile), whose tracer inflates step times, which
-`record` says on stderr. Each process's audit hook (``audit``) notes the Python children it
-starts; one that cannot be measured, or never checked in, is refused.
+COMMAND runs with the start-up hook (``measured.sitehook``, as ``sitecustomize`` on
+``PYTHONPATH``) in a temp folder. On Python 3.12+ each process records with ``sys.monitoring``
+(``measured.sysmon``), cheap enough to take in the capture run; on 3.11 with coverage.py
+(``measured.cover``: arcs, the C tracer, the generated rcfile), whose tracer inflates step
+times, which `record` says on stderr. Each process's audit hook (``measured.audit``) notes the
+Python children it starts; one that cannot be measured, or never checked in, is refused. What
+the measured processes wrote is read here (``collect``), then hashed, attributed and judged.
 
 The main process, which starts in the ``startup`` phase, is the one whose parent is `record`
 itself: COMMAND when it is Python (or a shell that execs Python). Every other process counts
@@ -35,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lawkit.config import Workspace
-from lawkit.footprint import Context, sitehook
-from lawkit.footprint.audit import ChildWatch
+from lawkit.footprint import Context
 from lawkit.footprint.collect import WAIT_SECONDS, Measurement, collect
 from lawkit.footprint.document import (
     ANY_REGION,
@@ -49,6 +49,8 @@ from lawkit.footprint.document import (
 )
 from lawkit.footprint.environment import PythonBuild, python_build
 from lawkit.footprint.errors import RecordRefused
+from lawkit.footprint.measured import sitehook
+from lawkit.footprint.measured.audit import ChildWatch
 from lawkit.footprint.owners import Owners
 from lawkit.footprint.ran import phases_of_units, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import lawkit.capture
-import lawkit.footprint
 from lawkit.config import load_workspace
+from lawkit.footprint.measured.markers import MARKERS
 from lawkit.keying.digest import current_digest
 
 
@@ -18,10 +17,8 @@ from lawkit.keying.digest import current_digest
 def _startup_phase(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The phase and the captures in steps are process-wide: each test starts in start-up, as
     a process does, with no capture open."""
-    monkeypatch.setattr(lawkit.footprint, "_phase", "startup")
-    monkeypatch.setattr(lawkit.capture, "_stepping", weakref.WeakSet())
-    monkeypatch.setattr(lawkit.capture, "_alive", weakref.WeakSet())
-    monkeypatch.setattr(lawkit.capture, "_ending", False)
+    monkeypatch.setattr(MARKERS, "phase", "startup")
+    monkeypatch.setattr(lawkit.capture, "STEPS", lawkit.capture._Steps())
     yield
 
 

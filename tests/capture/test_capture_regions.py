@@ -16,6 +16,7 @@ import pytest
 import lawkit.footprint
 from lawkit import capture
 from lawkit.capture import CaptureError
+from lawkit.footprint.measured.markers import MARKERS
 
 REGIONS = ("schedule_s", "sample_s")
 MISNESTED = (r"step 0: region 'schedule_s' exited while region 'sample_s', entered after it, is "
@@ -59,7 +60,7 @@ def test_asyncio_tasks_interleaving_regions_raise_the_same_capture_error_recorde
         tmp_path: Path, workspace: str, monkeypatch: pytest.MonkeyPatch, recorded: bool) -> None:
     recorder = _Recorder()
     if recorded:
-        monkeypatch.setattr(lawkit.footprint, "_recorder", recorder)
+        monkeypatch.setattr(MARKERS, "recorder", recorder)
     path = tmp_path / "run.csv"
     with capture.open(path, features=("n",), regions=REGIONS) as cap:
         cap.steps()
@@ -82,7 +83,7 @@ def test_asyncio_tasks_interleaving_regions_raise_the_same_capture_error_recorde
 def test_a_region_exited_twice_or_left_open_at_the_end_of_its_step_is_a_capture_error(
         tmp_path: Path, workspace: str, monkeypatch: pytest.MonkeyPatch, recorded: bool) -> None:
     if recorded:
-        monkeypatch.setattr(lawkit.footprint, "_recorder", _Recorder())
+        monkeypatch.setattr(MARKERS, "recorder", _Recorder())
     with capture.open(tmp_path / "run.csv", features=("n",), regions=REGIONS) as cap:
         cap.steps()
         region = cap.region("schedule_s")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import lawkit.capture
 import lawkit.footprint
 from lawkit import capture
 from lawkit.capture import CaptureError
@@ -55,7 +56,7 @@ def test_a_warm_up_step_is_checked_as_a_step_is_and_named_a_warm_up_step(
 def test_a_warm_up_region_is_on_the_threads_regions_while_recorded(
         tmp_path: Path, workspace: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The recorder attributes a warm-up's runs to their regions (`startup_regions`)."""
-    monkeypatch.setattr(lawkit.footprint, "recording", lambda: True)
+    monkeypatch.setattr(lawkit.capture, "recording", lambda: True)
     with capture.open(tmp_path / "run.csv", features=("n",), regions=("schedule_s",)) as cap:
         with cap.step(n=1), cap.region("schedule_s"):
             assert lawkit.footprint.open_regions() == ("schedule_s",)

@@ -25,7 +25,8 @@ from lawkit.footprint.environment import (
     installed_distributions,
     python_build,
 )
-from lawkit.footprint.owners import distributions_of, native_libraries
+from lawkit.footprint.measured.loaded import native_libraries
+from lawkit.footprint.owners import distributions_of
 from testing.wheels import build_wheel, make_venv, pip_install, site_packages, stdlib_shared_object
 
 ROOT = Path(lawkit.__file__).resolve().parent.parent
@@ -176,7 +177,8 @@ def test_the_distribution_of_a_shared_object_named_in_proc_maps(venvs: Venvs,
 _IN_VENV = """
 import ctypes, json, os, sys
 import alpha, beta_lib
-from lawkit.footprint.owners import distributions_of, native_libraries
+from lawkit.footprint.measured.loaded import native_libraries
+from lawkit.footprint.owners import distributions_of
 from lawkit.footprint.environment import current_environment
 if "--load" in sys.argv:
     ctypes.CDLL(os.path.join(os.path.dirname(alpha.__file__), "libnative.so"))

@@ -7,14 +7,15 @@ from collections.abc import Iterator
 import pytest
 
 import lawkit.footprint as footprint
+from lawkit.footprint.measured.markers import MARKERS
 
 
 @pytest.fixture(autouse=True)
 def _startup() -> Iterator[None]:
     before = footprint.current_phase()
-    footprint._phase = "startup"
+    MARKERS.phase = "startup"
     yield
-    footprint._phase = before
+    MARKERS.phase = before
 
 
 def test_the_phases_are_startup_steps_and_shutdown() -> None:

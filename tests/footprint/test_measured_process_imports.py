@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-# sitehook imports these at start-up in every measured process (it imports nothing later)
-MEASURED = ("lawkit.footprint.environment", "lawkit.footprint.owners")
+# the start-up hook imports these in every measured process (it imports nothing later)
+MEASURED = ("lawkit.footprint.measured.process", "lawkit.footprint.measured.sysmon")
 HEAVY = ("urllib.request", "http.client", "email", "importlib.metadata", "zipfile")
 
 

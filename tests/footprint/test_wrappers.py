@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from footprint_engine import lawkit, record_harness, recorded
 
-from lawkit.footprint.audit import ChildWatch
+from lawkit.footprint.measured.audit import ChildWatch
 
 PY = sys.executable
 CODE = ("import sys; sys.path.insert(0, '.'); from atom.util import util_fn; "

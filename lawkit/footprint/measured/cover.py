@@ -22,15 +22,9 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
-from lawkit.footprint import (
-    ANY_REGION,
-    ENGINE_FREE,
-    PHASES,
-    Context,
-    ThreadEnds,
-    hashed_files,
-    patch,
-)
+from lawkit.footprint.measured import patch
+from lawkit.footprint.measured.markers import ANY_REGION, ENGINE_FREE, PHASES, Context
+from lawkit.footprint.measured.recorder import ThreadEnds, hashed_files
 
 
 def context_name(phase: str, regions: set[str] | frozenset[str]) -> str:
@@ -134,9 +128,7 @@ class CoverageRecorder:
     def forked(self) -> None:
         """In a forked child (where coverage.py's fork patch started a measurement of its
         own): ``steps``, no region open."""
-        import coverage
-
-        self._cov = coverage.Coverage.current()
+        self._cov = type(self._cov).current()
         self._phase = "steps"
         self._regions = {}
         self._profiled = set()  # the forking thread alone goes on, and was not profiled

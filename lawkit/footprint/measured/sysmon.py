@@ -70,7 +70,9 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
-from lawkit.footprint import ENGINE_FREE, OWN_THREAD, Context, ThreadEnds, hashed_files, patch
+from lawkit.footprint.measured import patch
+from lawkit.footprint.measured.markers import ENGINE_FREE, OWN_THREAD, Context
+from lawkit.footprint.measured.recorder import ThreadEnds, hashed_files
 
 ANY_STEPS: Context = ("steps", ())
 """Steps with no region open: a run there counts for every law."""
@@ -673,7 +675,7 @@ def _standard_folders() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ..
     base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     here = sysconfig.get_paths()
     sites = [here["purelib"], here["platlib"], *getattr(site, "getsitepackages", list)()]
-    lawkit = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    lawkit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     return (folders([base["stdlib"], base["platstdlib"]]), folders(sites), folders([lawkit]))
 
 

@@ -32,7 +32,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from lawkit.footprint import Context, Recorder, current_phase, open_regions
+from lawkit.footprint.measured.markers import Context, current_phase, open_regions
+from lawkit.footprint.measured.recorder import Recorder
 
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*[tdm]?(\.exe)?")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
