@@ -77,3 +77,15 @@ def test_a_bad_why_or_require_is_an_error(fitted: Path, options: dict[str, str],
                                           message: str) -> None:
     with pytest.raises(LawkitError, match=message):
         refit(**options)
+
+
+def test_a_capture_outside_the_workspace_is_recorded_by_its_absolute_path(
+        fitted: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """It was recorded as its bare file name, which names nothing anyone can find again."""
+    outside = tmp_path_factory.mktemp("elsewhere") / "cpu_overheads.csv"
+    outside.write_bytes(DATA.read_bytes())
+    lawkit.fit(outside, out="a.yaml", formula="sampler_e2e_median ~ batch_size",
+               captured_on=OLD)
+    entry = lawfile.load(fitted).host.provenance[-1].fit
+    assert entry is not None
+    assert [c["path"] for c in entry.captures] == [outside.as_posix()]

@@ -287,6 +287,16 @@ def test_rekey_dry_run_from_the_command_line_keeps_stdout_for_the_diff(tmp_path:
     assert result.stderr.splitlines()[-1] == f"would rekey 1 law file to atom={NEW}"
 
 
+def test_rekey_dry_run_needs_no_why_and_a_real_run_still_does(tmp_path: Path) -> None:
+    laws = _workspace(tmp_path, {"a.yaml": SMALL})
+    result = runner.invoke(app, ["rekey", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("--- a/laws/a.yaml\n+++ b/laws/a.yaml\n")
+    refused = runner.invoke(app, ["rekey"])
+    assert refused.exit_code == 2 and "--why TEXT is required" in refused.stderr
+    assert (laws / "a.yaml").read_text() == SMALL
+
+
 def test_rekey_twice_changes_nothing_the_second_time(tmp_path: Path) -> None:
     make_workspace(tmp_path, 3, stale=True)
     assert runner.invoke(app, ["rekey", "--why", "docstring only"]).exit_code == 0

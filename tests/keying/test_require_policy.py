@@ -82,6 +82,14 @@ def test_the_option_wins_over_the_config_and_the_config_is_named_in_messages(
     assert Require.of("untouched", ws) == Require("untouched")
 
 
+def test_pyproject_sets_the_policy_under_tool_lawkit_rekey(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.lawkit]\nlaws = "laws"\n\n'
+                                             '[tool.lawkit.rekey]\nrequire = "untouched"\n')
+    ws = load_workspace(cwd=tmp_path)
+    assert Require.of(None, ws) == Require("untouched", '[tool.lawkit.rekey] require = '
+                                                        '"untouched" (pyproject.toml)')
+
+
 def test_a_startup_change_is_re_keyed_under_the_startup_policy_with_its_verdicts(
         repo: Path) -> None:
     policy(repo, "startup")
