@@ -13,9 +13,10 @@ from typing import Any
 from lawkit.errors import ConfigError, LawkitError, printable
 
 CONFIG_NAME = "lawkit.toml"
-_TOP_KEYS = {"laws", "digest", "score", "environment", "python", "rekey"}
+_TOP_KEYS = {"laws", "digest", "score", "environment", "python", "rekey", "footprint"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _SCORE_KEYS = {"max_mape"}
+_FOOTPRINT_KEYS = {"environ"}
 _REKEY_KEYS = {"require"}
 REQUIRE_LEVELS = ("untouched", "startup")
 """The values of `--require` and `[rekey] require`, strictest first (`lawkit.footprint.require`)."""
@@ -108,6 +109,9 @@ class Workspace:
     relative to the root): every command's default for ``--env``; None: not compared."""
     python: str | None = None
     """The exact Python version compared with a footprint's (a lock file names none)."""
+    footprint_environ: tuple[str, ...] = ()
+    """Secrets' names (``*TOKEN*``...) whose value's sha256 a footprint keeps anyway
+    (`[footprint] environ`)."""
     require: str | None = None
     """The workspace's policy for re-keys (`[rekey] require`): every command's default for
     ``--require``; None: no policy."""
@@ -264,7 +268,8 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
                      max_mape=_score_threshold(section, prefix, path),
                      environment=_optional(section, "environment", prefix, path),
                      python=_python_version(section, prefix, path),
-                     require=_rekey_require(section, prefix, path))
+                     require=_rekey_require(section, prefix, path),
+                     footprint_environ=_footprint_environ(section, prefix, path))
 
 
 def _optional(section: dict[str, Any], name: str, prefix: str, path: Path) -> str | None:
@@ -303,6 +308,16 @@ def _rekey_require(section: dict[str, Any], prefix: str, path: Path) -> str | No
         raise ConfigError(f"{rprefix}.require: expected \"untouched\" or \"startup\", got "
                           f"{value!r}", path=str(path))
     return value
+
+
+def _footprint_environ(section: dict[str, Any], prefix: str, path: Path) -> tuple[str, ...]:
+    """`[footprint] environ`: the secrets' names whose value a footprint keeps."""
+    table = section.get("footprint", {})
+    fprefix = f"{prefix}.footprint" if prefix else "footprint"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{fprefix}: expected a table", path=str(path))
+    _reject_unknown(table, _FOOTPRINT_KEYS, fprefix, path)
+    return _get_list(table, "environ", (), fprefix, path)
 
 
 def _score_threshold(section: dict[str, Any], prefix: str, path: Path) -> float | None:

@@ -67,6 +67,18 @@ class Measurement:
     """Files outside the hashed ones whose Python code ran, with the contexts it ran in; on a
     recorder that sees no such code (coverage.py), the files of every loaded module, with every
     context its process was in."""
+    env_codes: dict[str, dict[tuple[str, int], set[Context]]] = field(default_factory=dict)
+    """The code objects outside the hashed files that started, by file and ``(qualname,
+    firstlineno)``, with the contexts each may have run in (`code_contexts`)."""
+    before: dict[str, set[Context]] = field(default_factory=dict)
+    """The files of the modules imported before a process's recorder started (a ``.pth``
+    file's, the start-up hook's), with every context that process was in: their code may have
+    run unseen."""
+    before_recorder: dict[str, str] = field(default_factory=dict)
+    """Those modules' names, with their files."""
+    configuration: list[dict[str, Any]] = field(default_factory=list)
+    """Each process's configuration read (``measured.configuration``), the main process's
+    first."""
     native: dict[str, set[Context]] = field(default_factory=dict)
     """The shared objects the processes mapped, with every context each process was in."""
     env_everywhere: bool = False
@@ -135,6 +147,9 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
         _check_process(proc, saved)
         _add_runs(saved, measurement)
         _add_environment(proc, saved.get("environment"), measurement)
+        if isinstance(saved.get("configuration"), dict):
+            at = 0 if proc.main else len(measurement.configuration)
+            measurement.configuration.insert(at, saved["configuration"])
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
@@ -215,8 +230,18 @@ def _add_environment(proc: Process, saved: Any, measurement: Measurement) -> Non
     if not isinstance(saved, dict):
         return
     contexts = {(str(phase), tuple(regions)) for phase, regions in saved.get("contexts", [])}
+    files: dict[str, set[Context]] = {}
     for filename, phase, regions in saved.get("runs", []):
-        measurement.env.setdefault(filename, set()).add((phase, tuple(regions)))
+        files.setdefault(filename, set()).add((phase, tuple(regions)))
+    for filename, where in files.items():
+        measurement.env.setdefault(filename, set()).update(where)
+    for filename, code, where in code_contexts(saved.get("codes") or {}, files, contexts):
+        by_code = measurement.env_codes.setdefault(filename, {})
+        by_code.setdefault(code, set()).update(where)
+    before = saved.get("before_recorder")
+    for name, filename in (before.items() if isinstance(before, dict) else ()):
+        measurement.before_recorder.setdefault(name, filename)
+        measurement.before.setdefault(filename, set()).update(contexts)
     everywhere = bool(saved.get("everywhere"))
     if everywhere:
         measurement.env_everywhere = True
@@ -233,6 +258,28 @@ def _add_environment(proc: Process, saved: Any, measurement: Measurement) -> Non
         measurement.search_path.extend(path)
     if measurement.python is None and isinstance(saved.get("python"), dict):
         measurement.python = saved["python"]
+
+
+def code_contexts(saved: dict[str, Any], files: dict[str, set[Context]],
+                  entered: set[Context]) -> list[tuple[str, tuple[str, int], set[Context]]]:
+    """Each code object outside the hashed files that started in one process, with the contexts
+    it may have run in: where it first started; each context its file ran in that was live
+    since (a run there may have fired nothing: the recorder turns a file's code off by file);
+    and, once its file was settled (it ran in steps with no region open, after which none of
+    its code fires again), steps with no region open if a context of steps was live since."""
+    live = {(str(p), tuple(r)): int(e) for p, r, e in saved.get("live", [])}
+    settled = {str(name): int(e) for name, e in saved.get("settled", [])}
+    found = []
+    for filename, qualname, first, epoch, phase, regions in saved.get("codes", []):
+        start: Context = (str(phase), tuple(regions))
+        if start[0] == "shutdown" and start not in entered:  # steps again: it ran in steps
+            start = ("steps", ())
+        where = {start} | {c for c in files.get(filename, ()) if live.get(c, -1) >= epoch}
+        since = max(settled.get(filename, epoch), epoch)
+        if filename in settled and any(c[0] == "steps" and e >= since for c, e in live.items()):
+            where.add(("steps", ()))
+        found.append((filename, (str(qualname), int(first)), where))
+    return found
 
 
 def _read_coverage(folder: Path, measurement: Measurement, steps_again: set[str]) -> None:

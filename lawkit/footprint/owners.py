@@ -6,6 +6,11 @@ Built at the end of a recording, never per step, and only as far as the paths as
 folder of the search path is read only when it holds one of the paths, each RECORD in it is
 read once, and only its lines for the paths' top-level names are parsed.
 
+A file is a distribution's when its RECORD lists it, when an ``.egg-info``'s
+``installed-files.txt`` lists it or, without one (distro packages), when it lies under a name of
+its ``top_level.txt``, or when it lies in an editable install's folder. A file several
+distributions list (two that install one module) is each one's (`Attribution.shared`).
+
 Pass only the paths outside the hashed files: an engine installed editable is hashed, not a
 distribution. lawkit's own packages are left out, wherever they are installed.
 """
@@ -18,7 +23,7 @@ import os
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lawkit.footprint.environment import (
     LEFT_OUT,
@@ -40,6 +45,8 @@ class Attribution:
     owners: Mapping[str, str]
     distributions: Mapping[str, DistInfo]
     unpackaged: tuple[str, ...]
+    shared: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each path several distributions list, with all of them (`owners` names the first)."""
 
 
 def distributions_of(paths: Iterable[str],
@@ -88,13 +95,21 @@ class Owners:
         recorded = self._recorded(reals)
         dists: dict[str, DistInfo] = {}
         unpackaged: set[str] = set()
+        shared: dict[str, tuple[str, ...]] = {}
         for real, given in reals.items():
-            owner = self._owner(real, recorded.get(real))
+            metas = recorded.get(real, [])
+            owner = self._owner(real, metas[0] if metas else None)
             if isinstance(owner, DistInfo):
                 if owner.name in LEFT_OUT:
                     continue
                 dists.setdefault(owner.name, owner)
                 name = owner.name
+                infos = [i for i in map(self._info, metas) if i is not None]
+                if len({i.name for i in infos}) > 1:
+                    for info in infos:
+                        dists.setdefault(info.name, info)
+                    shared.update((path, tuple(dict.fromkeys(i.name for i in infos)))
+                                  for path in given)
             elif owner == STDLIB:
                 name = STDLIB
             else:
@@ -102,7 +117,8 @@ class Owners:
                 continue
             for path in given:
                 owners[path] = name
-        return Attribution(owners, dict(sorted(dists.items())), tuple(sorted(unpackaged)))
+        return Attribution(owners, dict(sorted(dists.items())), tuple(sorted(unpackaged)),
+                           shared)
 
     def _owner(self, real: str, meta: str | None) -> DistInfo | str | None:
         if meta is not None:
@@ -118,8 +134,8 @@ class Owners:
                 return self._info(editable_meta)
         return None
 
-    def _recorded(self, reals: Iterable[str]) -> dict[str, str]:
-        """The ``.dist-info`` folder whose RECORD lists each real path, for those listed."""
+    def _recorded(self, reals: Iterable[str]) -> dict[str, list[str]]:
+        """The metadata folders that list each real path, for those listed, in path order."""
         wanted: dict[str, dict[str, str]] = {}  # folder -> {RECORD path: real path}
         folders = [(f, _as_dir(f)) for f in self._folders if self._metas_of(f)]
         for real in reals:
@@ -131,14 +147,16 @@ class Owners:
                     if rel.count(os.pardir + os.sep) > 3:
                         continue
                 wanted.setdefault(folder, {})[rel.replace(os.sep, "/")] = real
-        found: dict[str, str] = {}
+        found: dict[str, list[str]] = {}
         for folder, rels in wanted.items():
             prefixes = tuple({_prefix(rel).encode("utf-8", "surrogateescape") for rel in rels})
             for meta in self._metas_of(folder):
-                for rel in _record_paths(meta, (*prefixes, b'"')):
+                paths = (_egg_paths(meta, rels) if meta.endswith(".egg-info")
+                         else _record_paths(meta, (*prefixes, b'"')))
+                for rel in paths:
                     listed = rels.get(os.path.normpath(rel).replace(os.sep, "/"))
-                    if listed is not None:
-                        found.setdefault(listed, meta)  # a file two RECORDs list: the first's
+                    if listed is not None and meta not in found.get(listed, ()):
+                        found.setdefault(listed, []).append(meta)
         return found
 
     def _metas_of(self, folder: str) -> list[str]:
@@ -198,6 +216,29 @@ def _record_paths(meta: str, prefixes: tuple[bytes, ...]) -> Iterable[str]:
             row = next(csv.reader([text])) if text.startswith('"') else text.split(",", 1)
             if row:
                 yield row[0]
+
+
+def _egg_paths(meta: str, rels: Mapping[str, str]) -> Iterable[str]:
+    """The paths an ``.egg-info`` folder lists, relative to the folder holding it: its
+    ``installed-files.txt`` (relative to itself), else each of ``rels`` under a name of its
+    ``top_level.txt`` (a package folder, a module, an extension module)."""
+    listed = _lines(os.path.join(meta, "installed-files.txt"))
+    if listed:
+        yield from (os.path.join(os.path.basename(meta), line) for line in listed)
+        return
+    tops = tuple(_lines(os.path.join(meta, "top_level.txt")))
+    for rel in rels:
+        if rel.startswith(tuple(f"{t}/" for t in tops)) or rel.split(".")[0] in tops:
+            yield rel
+
+
+def _lines(path: str) -> list[str]:
+    """The non-empty lines of a text file (none when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            return [line.strip() for line in f if line.strip()]
+    except OSError:
+        return []
 
 
 def _may_be_editable(meta: str) -> bool:

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from lawkit.footprint.measured.markers import ANY_REGION, Context
 from lawkit.footprint.units import MODULE, Unit
 
 K = TypeVar("K")
@@ -49,6 +50,11 @@ def unit_of_code(units: Sequence[Unit], qualname: str, firstlineno: int) -> str:
     # around its first line.
     around = [u for u in units if u.kind != "module" and firstlineno in _span(u)]
     return min(around, key=lambda u: len(_span(u))).qualname if around else MODULE
+
+
+def regions_in(ran: Iterable[Context], phase: str) -> tuple[str, ...]:
+    """The regions of the contexts ``ran`` in ``phase``, sorted (``"*"``: no region open)."""
+    return tuple(sorted({r for p, names in ran if p == phase for r in names or (ANY_REGION,)}))
 
 
 def _span(u: Unit) -> range:

@@ -38,9 +38,11 @@ from pathlib import Path
 from lawkit.config import Workspace
 from lawkit.footprint import Context
 from lawkit.footprint.collect import WAIT_SECONDS, Measurement, collect
+from lawkit.footprint.configured import configuration_of
+from lawkit.footprint.dependencies import FileRuns, distribution_records
 from lawkit.footprint.document import (
     ANY_REGION,
-    DistRecord,
+    Configuration,
     EnvironmentRecord,
     FileRecord,
     Footprint,
@@ -52,7 +54,7 @@ from lawkit.footprint.errors import RecordRefused
 from lawkit.footprint.measured import sitehook
 from lawkit.footprint.measured.audit import ChildWatch
 from lawkit.footprint.owners import Owners
-from lawkit.footprint.ran import phases_of_units, unit_of_code
+from lawkit.footprint.ran import phases_of_units, regions_in, unit_of_code
 from lawkit.footprint.trees import SourceTree, work_tree_sources
 from lawkit.footprint.units import NORMAL, Unit, codes_of, units_of
 
@@ -135,6 +137,7 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
     if not out.parent.is_dir():
         raise RecordRefused(f"the folder of {ws.rel(out)} does not exist: create it first")
     before = work_tree_sources(ws.digest)
+    outside = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
     folder = Path(tempfile.mkdtemp(prefix="lawkit-footprint-"))
     try:
         env = _prepare(folder, ws)
@@ -176,7 +179,11 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
                         if not _inside(f, hook)}  # the hook's own lines
     measurement.env = {f: c for f, c in measurement.env.items()
                        if not _inside(os.path.realpath(f), hook)}
-    footprint = build_footprint(ws, before, measurement, tuple(command))
+    measurement.before = {f: c for f, c in measurement.before.items()
+                          if not _inside(os.path.realpath(f), hook)}
+    configuration = configuration_of(measurement.configuration, outside,
+                                     shown=ws.footprint_environ)
+    footprint = build_footprint(ws, before, measurement, tuple(command), configuration)
     sha = write_footprint(footprint, out)
     return RecordReport(footprint, ws.rel(out), sha)
 
@@ -253,9 +260,10 @@ def _shown_argv(argv: str) -> str:
 
 
 def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
-                    command: tuple[str, ...]) -> Footprint:
+                    command: tuple[str, ...],
+                    configuration: Configuration | None = None) -> Footprint:
     """The footprint of a measurement: every unit of every hashed file, with its phases and
-    regions."""
+    regions, the environment that ran and the configuration read."""
     root = os.path.realpath(ws.digest.root)
     by_path = {os.path.join(root, *rel.split("/")): rel for rel in tree.files}
     unhashed = _check_modules(ws, measurement, by_path, root)
@@ -277,11 +285,11 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
             assumed = _assumed(u, rel, ran)
             if assumed:
                 ran.add(("steps", ()))
-            regions = _regions_in(ran, "steps")
+            regions = regions_in(ran, "steps")
             seen |= set(regions)
             phases = sort_phases({p for p, _ in ran})
             records[u.qualname] = UnitRecord(
-                u.digest, phases, regions, _regions_in(ran, "startup"),
+                u.digest, phases, regions, regions_in(ran, "startup"),
                 shutdown=not phases and any(p == "shutdown" for p, _ in ran), assumed=assumed,
                 code=codes.get(u.qualname), normal=NORMAL if u.qualname in codes else None)
         files[rel] = FileRecord(tree.sha256(rel), records)
@@ -293,7 +301,8 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                      recorder=recorder, python=platform.python_version(),
                      regions=tuple(sorted(seen | measurement.regions)),
                      unhashed=tuple(sorted(unhashed)),
-                     environment=build_environment(ws, by_path, measurement))
+                     environment=build_environment(ws, by_path, measurement),
+                     configuration=configuration)
 
 
 def build_environment(ws: Workspace, hashed: dict[str, str],
@@ -311,36 +320,38 @@ def build_environment(ws: Workspace, hashed: dict[str, str],
         return real not in hashed and not real.startswith(packages)
 
     owners = Owners(measurement.search_path or None)
-    ran = {f: c for f, c in measurement.env.items() if outside(f)}
-    code = owners.attribute(ran)
-    native = {f: c for f, c in measurement.native.items() if outside(f)}
-    libraries = owners.attribute(native)
-    infos = {**libraries.distributions, **code.distributions}
-    contexts: dict[str, set[Context]] = {}
-    for by_file, attribution in ((ran, code), (native, libraries)):
-        for path, where in by_file.items():
-            name = attribution.owners.get(path)
-            if name is not None and name in infos:
-                contexts.setdefault(name, set()).update(where)
-    dists: dict[str, DistRecord] = {}
-    for name, where in sorted(contexts.items()):
-        phases = sort_phases({p for p, _ in where})
-        if not phases:  # it ran only in a shutdown: not run
-            continue
-        info = infos[name]
-        dists[name] = DistRecord(info.version, info.record, info.direct_url_json(), phases,
-                                 _regions_in(where, "steps"), _regions_in(where, "startup"))
-    counted: set[str] = set()  # the real paths that ran in a phase that counts
-    for path, where in ran.items():
-        if sort_phases({p for p, _ in where}):
-            counted.add(os.path.realpath(path))
+    runs = _file_runs(measurement, outside)
+    attribution = owners.attribute(runs)
+    dists = distribution_records(runs, attribution)
+    counted = {path for path, r in runs.items()  # code that ran in a phase that counts
+               if path not in measurement.native and sort_phases({p for p, _ in r.contexts})}
+    before = tuple(sorted(name for name, path in measurement.before_recorder.items()
+                          if attribution.owners.get(os.path.realpath(path)) in dists))
     own = _own_code(ws, owners)
-    unpackaged = tuple(p for p in code.unpackaged if p in counted and not own(p))
+    unpackaged = tuple(p for p in attribution.unpackaged if p in counted and not own(p))
     python = python_build()
     if measurement.python is not None:
         with contextlib.suppress(ValueError):  # a build the process could not describe
             python = PythonBuild.from_json(measurement.python)
-    return EnvironmentRecord(python, dists, unpackaged, measurement.env_everywhere)
+    return EnvironmentRecord(python, dists, unpackaged, measurement.env_everywhere, before)
+
+
+def _file_runs(measurement: Measurement, outside: Callable[[str], bool]) -> dict[str, FileRuns]:
+    """Where each file outside the hashed ones ran, by real path: its code (by file, with its
+    code objects that started), and, as a whole in every context of its process, a module
+    imported before the recorder, a native library, and every loaded file where a process saw
+    no code outside the hashed files run."""
+    runs: dict[str, FileRuns] = {}
+    for by_file, whole in ((measurement.env, measurement.env_everywhere),
+                           (measurement.before, True), (measurement.native, True)):
+        for path, where in by_file.items():
+            if outside(path):
+                ran = runs.setdefault(os.path.realpath(path), FileRuns())
+                ran.contexts |= where
+                for code, contexts in measurement.env_codes.get(path, {}).items():
+                    ran.codes.setdefault(code, set()).update(contexts)
+                ran.whole |= whole
+    return runs
 
 
 def _own_code(ws: Workspace, owners: Owners) -> Callable[[str], bool]:
@@ -396,11 +407,6 @@ def _assumed(u: Unit, rel: str, ran: set[Context]) -> str:
     names = {part for line in header.splitlines() if line.lstrip().startswith("@")
              for name in _NAME.findall(line) for part in name.split(".")}
     return "compiled" if names & COMPILING else ""
-
-
-def _regions_in(ran: set[Context], phase: str) -> tuple[str, ...]:
-    """The regions a unit ran in during ``phase`` (``"*"``: no region open)."""
-    return tuple(sorted({r for p, names in ran if p == phase for r in names or (ANY_REGION,)}))
 
 
 def _phases_of_units(units: Sequence[Unit], measurement: Measurement,

@@ -77,7 +77,7 @@ def test_a_distribution_run_only_in_a_region_has_that_region(engine: Path, site:
     assert sampler["phases"] == ["startup", "steps"]
     assert sampler["regions"] == ["sample_s"]
     assert sampler["startup_regions"] == ["*"]  # its module body ran at import
-    assert sampler["version"] == "1.0" and sampler["direct_url"] is None
+    assert (sampler["version"], sampler["install"], sampler["source"]) == ("1.0", "index", None)
     assert len(sampler["record"]) == 64
     # imported at start-up, never called: its module bodies ran at start-up, nothing in steps
     assert (dists["idle"]["phases"], dists["idle"]["regions"]) == (["startup"], [])

@@ -158,6 +158,10 @@ class CoverageRecorder:
         """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
         return []
 
+    def env_codes(self) -> dict[str, list[list[Any]]]:
+        """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
+        return {}
+
     def _switch(self) -> None:
         names: set[str] = {r for regions in self._regions.values() for r in regions}
         if any(t.ident not in self._regions for t in threading.enumerate()

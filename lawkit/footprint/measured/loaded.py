@@ -67,6 +67,16 @@ def module_files() -> list[str]:
     return sorted(found)
 
 
+def files_by_module(names: Iterable[str]) -> dict[str, str]:
+    """The file of each module named that is still loaded and has one."""
+    found: dict[str, str] = {}
+    for name in names:
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(filename, str):
+            found[name] = filename
+    return found
+
+
 def loaded_modules(roots: Iterable[str], names: Iterable[str]) -> list[dict[str, str]]:
     """The modules of this process that `record` must judge."""
     inside = tuple(os.path.join(r, "") for r in roots)

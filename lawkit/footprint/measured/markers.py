@@ -16,7 +16,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from lawkit.footprint.measured.configuration import ConfigurationReads
 
 PHASES = ("startup", "steps", "shutdown")
 """The phases of a recording: the main process starts in the first. What runs only in
@@ -51,11 +54,14 @@ class Markers:
     recorder told of every switch (None when the process is not recorded: the measured
     process sets it at install)."""
 
-    __slots__ = ("local", "phase", "recorder")
+    __slots__ = ("configuration", "local", "phase", "recorder")
 
     def __init__(self) -> None:
         self.phase = "startup"
         self.recorder: Switches | None = None
+        self.configuration: ConfigurationReads | None = None
+        """The environment variables read and the settings, told of each phase (None when
+        not recording)."""
         self.local = threading.local()
 
 
@@ -77,6 +83,9 @@ def phase(name: str) -> None:
     recorder = MARKERS.recorder
     if recorder is not None:
         recorder.switched_phase(name)
+    configuration = MARKERS.configuration
+    if configuration is not None:
+        configuration.switched_phase(name)
 
 
 def current_phase() -> str:

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from lawkit.footprint.measured import loaded, patch, sigterm
 from lawkit.footprint.measured.audit import ChildWatch
+from lawkit.footprint.measured.configuration import ConfigurationReads
 from lawkit.footprint.measured.markers import MARKERS, Markers
 from lawkit.footprint.measured.recorder import Recorder, hashed_files
 
@@ -73,6 +74,7 @@ class MeasuredProcess:
         self.saving = False
         """A save has begun: SIGTERM stays held off until the process ends."""
         self.sigterm = sigterm.SigtermWatch(self.save, self.is_saving)
+        self.configuration = ConfigurationReads(markers)
         self.before_recorder: list[str] = []
         """The modules imported before the recorder started (a ``.pth`` file's, this hook's):
         their code may have run unseen, so they count as run everywhere."""
@@ -100,6 +102,9 @@ class MeasuredProcess:
                                                   hashed_files(self._roots))
             self.markers.phase = self.phase
             self.markers.recorder = recorder
+            self.configuration.install()
+            self.markers.configuration = self.configuration
+            self.configuration.switched_phase(self.phase)  # a child starts in steps
             children.install()
             os.register_at_fork(before=self.sigterm.before_fork,
                                 after_in_parent=self.sigterm.after_fork,
@@ -153,14 +158,15 @@ class MeasuredProcess:
                 "recorder": recorder.name, "runs": recorder.runs(),
                 "opened": children.opened_files(),
                 "children": children.children, "turned_off": recorder.turned_off,
-                "unseen": recorder.unseen,
+                "unseen": recorder.unseen, "configuration": self.configuration.to_json(),
                 "regions": sorted(recorder.regions), "steps_again": recorder.steps_again,
                 "modules": loaded.loaded_modules(self._roots, self._names),
                 "environment": {
-                    "runs": recorder.env_runs(), "everywhere": recorder.env_everywhere,
+                    "runs": recorder.env_runs(), "codes": recorder.env_codes(),
+                    "everywhere": recorder.env_everywhere,
                     "contexts": sorted([p, list(r)] for p, r in recorder.entered),
                     "native": loaded.native_libraries(), "loaded": loaded.module_files(),
-                    "before_recorder": self.before_recorder,
+                    "before_recorder": loaded.files_by_module(self.before_recorder),
                     "path": list(sys.path), "python": loaded.python_build()}})
         except Exception as exc:  # never mask the process's own exit
             sys.stderr.write(f"lawkit footprint: cannot save what this process ran: {exc}\n")
@@ -193,6 +199,7 @@ class MeasuredProcess:
             self.marker = self._hook.announce(self.folder, main=False, how="fork")
             self.markers.phase = "steps"
             self.recorder.forked()
+            self.configuration.forked()
             self.children.children = []  # the parent's children are the parent's
             self._hook.ping()
             self.sigterm.take()

@@ -75,6 +75,10 @@ class Recorder(Protocol):
         """``[filename, phase, regions]`` for each file outside the hashed ones whose code
         started, and each context it started in."""
 
+    def env_codes(self) -> dict[str, list[list[Any]]]:
+        """Where each code object outside the hashed files may have run (`record` reads it
+        with its file's contexts, `env_runs`)."""
+
 
 def hashed_files(roots: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a code object's file lies under one of the hashed packages' folders ``roots``

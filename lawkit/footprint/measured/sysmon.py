@@ -158,6 +158,18 @@ class SysMonRecorder:
         file has run in every live context, all of them are turned off (a region entered again
         fires nothing for them). A switch costs the files it turns on or off, not the files
         off (tens of thousands of a framework's code objects, where the engine runs on one)."""
+        self._env_started: dict[int, tuple[CodeType, int, Context]] = {}
+        """Every code object outside the hashed files that started, with the epoch and the
+        context of its first start. A file's code is turned off and on by file, so a code
+        object's later runs may fire nothing; they can only be in a context its file ran in
+        and that was live since its first start (`_last_live`), or, once its file is settled,
+        anywhere in steps: what `record` reads, by code object, from `env_codes`."""
+        self._epoch = 0
+        """How many times the live contexts were found (`_live`)."""
+        self._last_live: dict[Context, int] = {}
+        """The last epoch each context was live in."""
+        self._env_settled_at: dict[str, int] = {}
+        """The epoch each file was settled in."""
         self._env_settled: set[str] = set()
         """Files that ran in steps with no region open: nothing more to learn from them."""
         self._env_disarm: list[CodeType] = []
@@ -266,6 +278,10 @@ class SysMonRecorder:
     def _on_env_start(self, code: CodeType, offset: int) -> object:
         """A code object outside the hashed files started: note its file in this context."""
         name = code.co_filename
+        key = _identity(code)
+        if key not in self._env_started:
+            self._env_started[key] = (code, self._epoch,
+                                      self._contexts.get(self._ident(), self._default))
         if name in self._env_settled:  # counts in steps with no region open: nothing to add
             self._env_disarm.append(code)
             return self._disable
@@ -276,6 +292,7 @@ class SysMonRecorder:
         seen[name] = None
         if context == ANY_STEPS:
             self._env_settled.add(name)
+            self._env_settled_at.setdefault(name, self._epoch)
             self._env_disarm.append(code)
         others = self._env_others
         if others:
@@ -286,7 +303,7 @@ class SysMonRecorder:
         codes = self._env_codes.get(name)
         if codes is None:
             codes = self._env_codes.setdefault(name, {})
-        codes[_identity(code)] = code
+        codes[key] = code
         self._env_off[name] = True  # last: a switch takes the file out of it first
         return self._disable
 
@@ -393,6 +410,8 @@ class SysMonRecorder:
         self._others = self._live_ran = (*others, default)
         self._env_others = self._env_live = (
             *self._env_others, self._env_ran.setdefault(self._default, {}))
+        self._noted_live([c for c, e in list(self._last_live.items()) if e == self._epoch]
+                         + [self._default])
         self._rearm()
 
     def _live(self, frames: dict[int, FrameType] | None = None) -> None:
@@ -403,6 +422,7 @@ class SysMonRecorder:
             self._live_ran = (self._ran.setdefault(here, {}),)
             self._env_live = (self._env_ran.setdefault(here, {}),)
             self._others = self._env_others = ()
+            self._noted_live((here,))
             return
         waiting = self._waiting
         if frames is not None:  # at start-up and at a phase switch: every thread's stack
@@ -425,6 +445,13 @@ class SysMonRecorder:
         several = len(contexts) > 1
         self._others = self._live_ran if several else ()
         self._env_others = self._env_live if several else ()
+        self._noted_live(contexts)
+
+    def _noted_live(self, contexts: Any) -> None:
+        """A new epoch, in which ``contexts`` are live."""
+        epoch = self._epoch = self._epoch + 1
+        for context in contexts:
+            self._last_live[context] = epoch
 
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``: re-arm, count every thread's stack in it. Back
@@ -556,6 +583,9 @@ class SysMonRecorder:
         self._env_disarmed = {}
         self._env_settled = set()
         self._env_ran = {}
+        self._env_started = {}
+        self._last_live = {}
+        self._env_settled_at = {}
         self._env_others = ()
         self.entered = {("steps", ())}
         self._ran = {}
@@ -586,6 +616,7 @@ class SysMonRecorder:
                     self._ran.setdefault(context, {})[_identity(code)] = code
                 elif self._env and self._tracked(code.co_filename):
                     self._env_ran.setdefault(context, {})[code.co_filename] = None
+                    self._env_started.setdefault(_identity(code), (code, self._epoch, context))
                 f = f.f_back
 
     def runs(self) -> list[list[Any]]:
@@ -601,6 +632,18 @@ class SysMonRecorder:
         return [[name, phase, list(regions)]
                 for (phase, regions), names in list(self._env_ran.items())
                 for name in list(names)]
+
+    def env_codes(self) -> dict[str, list[list[Any]]]:
+        """Where each code object outside the hashed files may have run: ``codes``, ``[filename,
+        qualname, firstlineno, epoch, phase, regions]`` for each one that started (the epoch
+        and context of its first start); ``live``, ``[phase, regions, epoch]``, the last epoch
+        each context was live in; ``settled``, ``[filename, epoch]``, each file settled."""
+        return {"codes": [[c.co_filename, c.co_qualname, c.co_firstlineno, epoch, phase,
+                           list(regions)]
+                          for c, epoch, (phase, regions) in list(self._env_started.values())],
+                "live": [[phase, list(regions), epoch]
+                         for (phase, regions), epoch in list(self._last_live.items())],
+                "settled": [[name, epoch] for name, epoch in list(self._env_settled_at.items())]}
 
 
 def _not_in_every(known: Any, live: tuple[dict[Any, Any], ...]) -> set[Any]:
