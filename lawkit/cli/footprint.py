@@ -112,7 +112,9 @@ def diff(
         report = diff_rev(ws, fp, rev) if rev else diff_work_tree(ws, fp)
         missing = None
         if fp.environment is not None:
-            report = report.with_env(compare_env(fp.environment, env_spec(ws, env)))
+            report = report.with_env(compare_env(fp.environment, env_spec(ws, env),
+                                                 configuration=fp.configuration,
+                                                 file_schema=fp.file_schema))
         elif env or ws.environment or ws.python:  # a target named, nothing recorded to compare
             missing = not_recorded_line(env_spec(ws, env), str(footprint))
         regions = region_verdicts(fp, report)

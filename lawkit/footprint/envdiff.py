@@ -36,7 +36,8 @@ from lawkit.footprint.environment import (
     same_version,
 )
 
-KINDS = ("python", "version", "absent", "ambiguous", "source", "install", "content")
+KINDS = ("python", "version", "absent", "stays absent", "ambiguous", "source", "install",
+         "content", "environ", "setting")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ class EnvChange:
     """For ``install``: where the recorded install came from; for ``source``: the target's
     source kind; for ``content``: the file that differs."""
     how: str = ""
-    """For ``install``: the recorded install kind (``editable``, ``archive``...)."""
+    """For ``install`` and ``content``: the recorded install kind (``editable``, ``archive``...)."""
+    accepted: Any = None
+    """What ``rekey --accept-env`` records of the target for this difference (`envverdict`:
+    a version, an identity, None for absent)."""
 
     def describe(self) -> str:
         """The change as a person says it: ``torch 2.11.0 -> 2.12.0``."""
@@ -63,6 +67,12 @@ class EnvChange:
             return f"python {self.old} -> {self.new}"
         if self.kind == "absent":
             return f"{self.name} {self.old} -> absent"
+        if self.kind == "stays absent":
+            return f"{self.name} accepted as absent -> {self.new} (it must stay absent)"
+        if self.kind == "environ":
+            return f"environ {self.name} {self.new}"
+        if self.kind == "setting":
+            return f"setting {self.name} {self.old} -> {self.new}"
         if self.kind == "ambiguous":
             listed = " or ".join(self.allowed) if self.allowed else "no exact version"
             return f"{self.name} {self.old} -> {listed} (ambiguous: pin one version)"
@@ -74,7 +84,7 @@ class EnvChange:
             return (f"{self.name} {self.old} (the target takes it from a {self.url} source: "
                     "its code may differ at one version)")
         if self.kind == "content":
-            return f"{self.name} {self.old}: {self.url} {self.new}"
+            return f"{self.name} {self.old} ({self.how}): {self.url} {self.new}"
         return f"{self.name} {self.old} -> {self.new}"
 
     def to_json(self) -> dict[str, Any]:
@@ -142,12 +152,14 @@ def change_line(change: EnvChange, phases: Iterable[str] = (),
                 regions: Iterable[str] = ()) -> str:
     """One report line: ``changed  dist torch 2.11.0 -> 2.12.0  ran in steps (regions
     sample_s)``; a Python change counts for every law."""
-    if change.kind == "python":
+    if change.kind in ("python", "setting"):
         return printable(f"changed  {change.describe()}  counts as steps for every law")
     phases = tuple(phases)
-    ran = "ran " + " and ".join("at start-up" if p == "startup" else "in steps"
-                                for p in phases) if phases else "never ran"
+    verb = "read" if change.kind == "environ" else "ran"
+    ran = f"{verb} " + " and ".join("at start-up" if p == "startup" else "in steps"
+                                    for p in phases) if phases else "never ran"
     names = tuple(regions)
     where = f" (regions {', '.join(names)})" if names and "steps" in phases else ""
-    return printable(f"changed  dist {change.describe()}  {ran}{where}")
+    what = "" if change.kind == "environ" else "dist "
+    return printable(f"changed  {what}{change.describe()}  {ran}{where}")
 

@@ -6,7 +6,7 @@ Read from the ``.dist-info`` and ``.egg-info`` folders of the search path (by de
 ``sys.path``): the first distribution of a name on the path is the one imported, as
 ``importlib.metadata.version`` says. Names are PEP 503's and versions PEP 440's, as
 ``packaging`` reads them. A target environment (`Target`) is what a recorded one is compared
-with: the one lawkit runs in (`current_environment`), an environment manifest
+with: the one lawkit runs in (``manifest.current_environment``), an environment manifest
 (``manifest.read_manifest``) or a lock file (``lockfiles.read_lock``).
 """
 
@@ -144,6 +144,8 @@ class Pin:
     exact: bool = True
     installed: DistInfo | None = None
     source: str = "index"
+    files: Mapping[str, str] | None = None
+    """A manifest's files of it: each path (as a footprint names it) and its sha256."""
 
     def only(self) -> str | None:
         """The one version allowed, or None when the target is ambiguous about it."""
@@ -162,14 +164,11 @@ class Target:
     python: PythonBuild | None
     distributions: Mapping[str, Pin]
     shows: str = "versions"
-
-
-def current_environment(search_path: Sequence[str] | None = None) -> Target:
-    """The environment lawkit runs in: its Python and every distribution on the search path
-    (``sys.path`` by default)."""
-    pins = {d.name: Pin((d.version,), installed=d, source=d.install)
-            for d in installed_distributions(search_path).values()}
-    return Target("current", python_build(), pins, shows="units")
+    environ: Mapping[str, str] | None = None
+    """Its environment variables, each as a footprint keeps a value read (the sha256 of the
+    value, or ``hidden``); None: it carries no configuration (a lock file)."""
+    settings: Mapping[str, Any] | None = None
+    """Its process settings (``gc_threshold``, ``flags``, ``cpus``...); None: none known."""
 
 
 def installed_distributions(search_path: Sequence[str] | None = None) -> dict[str, DistInfo]:

@@ -1,30 +1,56 @@
-"""A footprint's environment compared with the target a command names (docs/footprints.md,
-"The environment"): ``--env current|FILE``, else the config's ``environment``; the config's
-``python`` is the exact Python compared against. The differences count through
-`lawverdict.law_verdict`, like changed units.
+"""A footprint's environment and configuration compared with the target a command names
+(docs/footprints.md, "The environment"): ``--env current|FILE``, else the config's
+``environment``; the config's ``python`` is the exact Python compared against. The differences
+count through `lawverdict.law_verdict`, like changed units.
+
+What each target shows decides how a distribution that ran is judged: ``current`` by unit (its
+files hashed again, a differing one cut into units), a manifest by file, a lock file by
+version and source (every unit of it changed, module bodies included, unless the lock pins
+the recorded version from an index and it was recorded installed from one). A footprint
+recorded before schema 3 has no files: it is judged by version, and says to record again.
+Nothing a target cannot show is read as unchanged.
 
 A law file's baseline is its footprint's environment with the ``env`` clauses of the ``rekey``
-entries after its newest fit applied (``lawkit rekey --env``): ``{"torch": ["2.11.0",
-"2.12.0"]}`` moves torch to 2.12.0; a new version of null drops the distribution; ``python``
-names the Python's version.
+entries after its newest fit applied (``lawkit rekey --accept-env``), each name's ``[old,
+new]``: ``new`` is what the accepted target showed, an identity (``{"version", "install",
+"source", "commit", "files": {path: {"sha256", "units": {qualname: code}}}}``, a Python
+build's fields, ``{"ambiguous": [versions]}``, a variable's or setting's value), a version
+(a clause written before identities), or null: the distribution must stay absent. An accepted
+difference never removes a distribution from later comparisons. Configuration differences are
+named ``environ:NAME`` and ``setting:NAME``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lawkit.config import Workspace
 from lawkit.errors import printable
-from lawkit.footprint.document import EnvironmentRecord
-from lawkit.footprint.envdiff import compare
-from lawkit.footprint.environment import STDLIB, Environment, Target
+from lawkit.footprint.distcontent import content_units, dist_extent, shown_files
+from lawkit.footprint.document import (
+    RECORD_AGAIN,
+    Configuration,
+    DistFile,
+    DistRecord,
+    EnvironmentRecord,
+    EnvRead,
+    UnitRecord,
+)
+from lawkit.footprint.envdiff import EnvChange, compare
+from lawkit.footprint.environment import STDLIB, Environment, Pin, PythonBuild, Target
 from lawkit.footprint.lawverdict import EnvComparison, EnvUnit
+from lawkit.footprint.units import NORMAL
 
-EnvClause = Mapping[str, tuple[str, str | None]]
-"""One accepted change of the environment: each name's (old, new) version."""
+EnvClause = Mapping[str, tuple[Any, Any]]
+"""One accepted change of the environment: each name's (old, new) as the target showed it."""
+ENVIRON, SETTING = "environ:", "setting:"
+LOCK_SHOWS = ("{source} shows versions and sources only: the content of the distributions "
+              "that ran, and the configuration (a lock file carries none), were not compared")
+MANIFEST_SHOWS = ("{source} shows each file's sha256: a file that differs counts every unit "
+                  "of it changed")
 
 
 @dataclass(frozen=True)
@@ -77,64 +103,276 @@ def env_clauses(host: Mapping[str, Any]) -> list[EnvClause]:
         rekey = entry.get("rekey")
         env = rekey.get("env") if isinstance(rekey, dict) else None
         if isinstance(env, dict):
-            out.append({str(name): (str(pair[0]), None if pair[1] is None else str(pair[1]))
-                        for name, pair in env.items()
+            out.append({str(name): (pair[0], pair[1]) for name, pair in env.items()
                         if isinstance(pair, list) and len(pair) == 2})
     return out
 
 
-def applied(record: EnvironmentRecord, clauses: Iterable[EnvClause]) -> EnvironmentRecord:
-    """The recorded environment with accepted changes applied: the baseline to compare."""
-    python, dists = record.python, dict(record.distributions)
+@dataclass(frozen=True)
+class Baseline:
+    """What later targets are compared with: the footprint's environment and configuration
+    with the accepted clauses applied. ``absent``: distributions accepted as absent (they must
+    stay so); ``ambiguous``: accepted while the target allowed several versions (still
+    counted)."""
+
+    python: PythonBuild | str
+    distributions: Mapping[str, DistRecord]
+    absent: Mapping[str, DistRecord] = field(default_factory=dict)
+    ambiguous: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    environ: Mapping[str, EnvRead] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def applied(record: EnvironmentRecord, clauses: Iterable[EnvClause],
+            configuration: Configuration | None = None) -> Baseline:
+    """The recorded environment and configuration with accepted changes applied."""
+    python: PythonBuild | str = record.python
+    dists = dict(record.distributions)
+    absent: dict[str, DistRecord] = {}
+    ambiguous: dict[str, tuple[str, ...]] = {}
+    environ = dict(configuration.environ) if configuration is not None else {}
+    settings = dict(configuration.settings) if configuration is not None else {}
     for clause in clauses:
         for name, (_old, new) in clause.items():
-            if name == STDLIB:
-                if new is not None:
-                    python = dataclasses.replace(python, version=new)
-            elif name in dists:
+            if name.startswith(ENVIRON) and name[len(ENVIRON):] in environ:
+                read = environ[name[len(ENVIRON):]]
+                environ[name[len(ENVIRON):]] = dataclasses.replace(read, value=str(new))
+            elif name.startswith(SETTING):
+                settings[name[len(SETTING):]] = new
+            elif name == STDLIB:
+                python = _python_of(python, new)
+            else:
+                dist = dists.get(name) or absent.get(name)
+                if dist is None:
+                    continue
+                dists.pop(name, None)
+                absent.pop(name, None)
+                ambiguous.pop(name, None)
                 if new is None:
-                    del dists[name]
-                else:  # accepted as installed now: no longer an editable or direct-URL install
-                    dists[name] = dataclasses.replace(dists[name], version=new, direct_url=None)
-    return dataclasses.replace(record, python=python, distributions=dists)
+                    absent[name] = dist
+                    continue
+                if isinstance(new, dict) and isinstance(new.get("ambiguous"), list):
+                    ambiguous[name] = tuple(str(v) for v in new["ambiguous"])
+                dists[name] = _accepted(dist, new)
+    return Baseline(python, dists, absent, ambiguous, environ, settings)
+
+
+def _python_of(python: PythonBuild | str, new: Any) -> PythonBuild | str:
+    """The Python accepted: a whole build (its fields), or a version (older clauses)."""
+    if isinstance(new, dict):
+        try:
+            return PythonBuild.from_json(new)
+        except ValueError:
+            return python
+    if isinstance(new, str):
+        return dataclasses.replace(python, version=new) if isinstance(python, PythonBuild) \
+            else new
+    return python
+
+
+def _accepted(dist: DistRecord, new: Any) -> DistRecord:
+    """A distribution as accepted: an identity replaces its version, install, source and files
+    (each file's sha256 and its units' code digests, where the target showed them; the
+    recorded runs kept); a bare version (an older clause) keeps no file, so it is judged by
+    version."""
+    if not isinstance(new, dict) or "ambiguous" in new:
+        version = str(new) if not isinstance(new, dict) else dist.version
+        return dataclasses.replace(dist, version=version, install="index", source=None,
+                                   direct_url=None, files={})
+    listed = new.get("files")
+    shown: dict[str, Any] = listed if isinstance(listed, dict) else {}
+    files: dict[str, DistFile] = {}
+    for rel, f in dist.files.items():
+        got = shown.get(rel)
+        if not isinstance(got, dict) or not isinstance(got.get("sha256"), str):
+            continue  # gone in the accepted target: what ran there is not there
+        given = got.get("units")
+        codes: dict[str, Any] = given if isinstance(given, dict) else {}
+        units = {q: UnitRecord("", u.phases, u.regions, u.startup_regions, u.shutdown,
+                               str(codes[q]) if q in codes else None,
+                               NORMAL if q in codes else None, u.assumed)
+                 for q, u in f.units.items()}
+        units.update({q: UnitRecord("", code=str(c), normal=NORMAL)
+                      for q, c in codes.items() if q not in units})
+        files[rel] = dataclasses.replace(f, sha256=got["sha256"], units=units)
+    return dataclasses.replace(
+        dist, version=str(new.get("version", dist.version)),
+        install=str(new.get("install") or "index"), source=new.get("source"),
+        commit=new.get("commit"), direct_url=None, files=files)
 
 
 def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,
-                clauses: Iterable[EnvClause] = ()) -> EnvComparison | None:
-    """A footprint's environment (after ``clauses``) compared with ``spec``: None when the
-    footprint has no environment; not compared (``source`` None) when ``spec`` names nothing.
-    A distribution that did not run is ignored."""
+                clauses: Iterable[EnvClause] = (), *,
+                configuration: Configuration | None = None,
+                file_schema: int = 3) -> EnvComparison | None:
+    """A footprint's environment and configuration (after ``clauses``) compared with ``spec``:
+    None when the footprint has no environment; not compared (``source`` None) when ``spec``
+    names nothing. A distribution that did not run is ignored."""
     if record is None:
         return None
     if spec is None or spec.source is None:
         return EnvComparison(None, unpackaged=record.unpackaged)
-    base = applied(record, clauses)
-    env = base.environment()
-    if spec.target is None:  # only the Python: no distribution compared
-        env, target = Environment(env.python, {}), Target(spec.source, None, {})
-    else:
-        target = spec.target
-    units = []
-    for change in compare(env, target, python=spec.python):
-        if change.kind == "python":
-            units.append(EnvUnit(change))
+    base = applied(record, clauses, configuration)
+    units: list[EnvUnit] = []
+    target = spec.target
+    python_change = _python_change(base.python, spec, target)
+    if python_change is not None:
+        units.append(EnvUnit(python_change))
+    notes: list[str] = []
+    if file_schema < 3:
+        notes.append(f"environment: {RECORD_AGAIN}")
+    if target is not None:
+        for name, dist in sorted(base.distributions.items()):
+            if dist.phases and name != STDLIB:
+                units += _dist_units(name, dist, target.distributions.get(name), target,
+                                     base.ambiguous.get(name))
+        for name, dist in sorted(base.absent.items()):
+            pin = target.distributions.get(name)
+            if pin is not None and dist.phases:
+                shown = pin.only() or " or ".join(pin.versions) or "listed"
+                change = EnvChange(name, "stays absent", dist.version, shown,
+                                   accepted=_identity(pin, dist, target))
+                counted = dist_extent(dist).unit(change)
+                units += [counted] if counted is not None else []
+        if target.shows == "versions":
+            notes.append(printable("environment: " + LOCK_SHOWS.format(source=target.source)))
+        else:
+            if target.shows == "files":
+                notes.append(printable("environment: " +
+                                       MANIFEST_SHOWS.format(source=target.source)))
+            units += _configuration_units(base, target)
+    return EnvComparison(spec.source, tuple(units), record.unpackaged, spec.strict,
+                         tuple(notes))
+
+
+def _python_change(python: PythonBuild | str, spec: EnvSpec,
+                   target: Target | None) -> EnvChange | None:
+    """The Python's difference, with what accepting it records (the whole build)."""
+    if not isinstance(python, PythonBuild):  # accepted as a version only: compare that
+        python = PythonBuild(python, "", "", False)
+        if spec.python is None and (target is None or target.python is None):
+            return None
+        new = spec.python or (target.python.version if target and target.python else None)
+        if new is None or compare(Environment(python, {}), Target("", None, {}),
+                                  python=new) == []:
+            return None
+        return EnvChange(STDLIB, "python", python.version, new, accepted=new)
+    given = spec.python if spec.python is not None else \
+        (target.python if target is not None else None)
+    changes = compare(Environment(python, {}), Target("", None, {}), python=given)
+    if not changes:
+        return None
+    accepted = given.to_json() if isinstance(given, PythonBuild) else given
+    return dataclasses.replace(changes[0], accepted=accepted)
+
+
+def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
+                ambiguous: tuple[str, ...] | None) -> list[EnvUnit]:
+    """What counts of one distribution that ran: by version and source where the target
+    shows no content or the footprint kept none, else by content."""
+    extent = dist_extent(dist)
+    if ambiguous is not None:  # accepted while ambiguous: every later target is asked again
+        change = EnvChange(name, "ambiguous", dist.version, None, ambiguous,
+                           accepted={"ambiguous": list(ambiguous)})
+        counted = extent.unit(change)
+        return [counted] if counted is not None else []
+    if pin is None or target.shows == "versions" or not dist.files:
+        changes = compare(Environment(PythonBuild("", "", "", False), {name: dist.info(name)}),
+                          Target(target.source, None, {} if pin is None else {name: pin}))
+        if not changes:
+            return []
+        change = dataclasses.replace(changes[0], accepted=_identity(pin, dist, target))
+        counted = extent.unit(change)
+        return [counted] if counted is not None else []
+    found = content_units(name, dist, pin, by_unit=target.shows == "units")
+    if not found:
+        return []
+    accepted = _identity(pin, dist, target)
+    return [dataclasses.replace(u, change=dataclasses.replace(u.change, accepted=accepted))
+            for u in found]
+
+
+def _identity(pin: Pin | None, dist: DistRecord, target: Target) -> Any:
+    """What accepting a distribution records of the target: None (absent), its ambiguity, or
+    its version, install, source and, where the target shows content, its files."""
+    if pin is None:
+        return None
+    if pin.only() is None:
+        return {"ambiguous": list(pin.versions)}
+    installed = pin.installed
+    if target.shows == "versions" and pin.source == "index":
+        return pin.only()  # a version from an index: the version says it all
+    identity: dict[str, Any] = {
+        "version": pin.only(), "install": installed.install if installed else pin.source,
+        "source": installed.source if installed else None,
+        "commit": installed.commit if installed else None}
+    if target.shows != "versions":
+        identity["files"] = shown_files(dist, pin, by_unit=target.shows == "units")
+    return identity
+
+
+def _configuration_units(base: Baseline, target: Target) -> list[EnvUnit]:
+    """The variables read whose value differs in the target (where they were read) and the
+    settings that differ (steps for every law); a hidden value is not compared."""
+    out: list[EnvUnit] = []
+    environ = target.environ or {}
+    for name, read in sorted(base.environ.items()):
+        if read.value == "hidden" or not read.phases:
             continue
-        dist = base.distributions[change.name]
-        if dist.phases:
-            units.append(EnvUnit(change, dist.phases, dist.regions, dist.startup_regions))
-    return EnvComparison(spec.source, tuple(units), record.unpackaged, spec.strict)
+        now = environ.get(name, "absent")
+        if now == read.value:
+            continue
+        said = ("is now set" if read.value == "absent" else
+                "is now unset" if now == "absent" else "has another value")
+        change = EnvChange(name, "environ", read.value, said, accepted=now)
+        out.append(EnvUnit(change, read.phases, read.regions or (("*",) if "steps" in
+                                                                  read.phases else ()),
+                           read.startup_regions))
+    settings = target.settings or {}
+    for name, value in sorted(base.settings.items()):
+        if name in settings and settings[name] != value:
+            out.append(EnvUnit(EnvChange(f"{SETTING}{name}", "setting", _shown(value),
+                                         _shown(settings[name]), accepted=settings[name])))
+    return out
 
 
-def clause_of(comparison: EnvComparison) -> dict[str, list[str | None]]:
-    """The ``env`` clause that accepts a comparison's differences as the new baseline."""
-    out: dict[str, list[str | None]] = {}
+def _shown(value: Any) -> str:
+    return str(value) if not isinstance(value, dict) else \
+        ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+
+
+def clause_of(comparison: EnvComparison) -> dict[str, list[Any]]:
+    """The ``env`` clause that accepts a comparison's differences as the new baseline: for
+    each, what the target showed (`EnvChange.accepted`)."""
+    out: dict[str, list[Any]] = {}
     for unit in comparison.changes:
         change = unit.change
-        if change.kind == "python":
-            out[STDLIB] = [_version(change.old), _version(change.new or "")]
+        if change.kind == "environ":
+            out.setdefault(f"{ENVIRON}{change.name}", [change.old, change.accepted])
+        elif change.kind == "setting":
+            out.setdefault(change.name, [change.old, change.accepted])
+        elif change.kind == "python":
+            out.setdefault(STDLIB, [_version(change.old), change.accepted])
         else:
-            out[change.name] = [change.old, change.new]
+            out.setdefault(change.name, [change.old, change.accepted])
     return out
+
+
+def accepted_label(new: Any) -> str:
+    """What a clause accepted, as a report line says it: ``2.12.0``, ``absent``, ``0.1
+    (editable, 2 files)``, ``ambiguous (24.2.0 or 24.3.0)``."""
+    if new is None:
+        return "absent"
+    if not isinstance(new, dict):
+        return str(new)
+    if "ambiguous" in new:
+        return f"ambiguous ({' or '.join(map(str, new['ambiguous'])) or 'no exact version'})"
+    if "implementation" in new:
+        return f"{new.get('implementation')} {new.get('version')}{new.get('abiflags', '')}"
+    files = new.get("files")
+    counted = f", {len(files)} file{'' if len(files) == 1 else 's'}" \
+        if isinstance(files, dict) else ""
+    return f"{new.get('version')} ({new.get('install')}{counted})"
 
 
 def _version(described: str) -> str:

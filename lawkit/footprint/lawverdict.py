@@ -207,18 +207,21 @@ class EnvComparison:
     changes: tuple[EnvUnit, ...] = ()
     unpackaged: tuple[str, ...] = ()
     strict: bool = False
+    notes: tuple[str, ...] = ()
+    """One line each for what the target could not show (a lock file: content, the
+    configuration) or the footprint did not record (before schema 3)."""
 
     def lines(self) -> list[str]:
         """One line per difference; or one saying the environment was not compared, or that
-        no distribution that ran differs."""
+        no distribution that ran differs; then the notes."""
         if self.source is None:
             return [NOT_COMPARED]
         out = [e.line() for e in self.changes]
         unknown = self.unpackaged_line()
         if unknown is not None:
             out.append(unknown)
-        return out or [printable(f"environment: no distribution that ran differs in "
-                                 f"{self.source}")]
+        return (out or [printable(f"environment: no distribution that ran differs in "
+                                  f"{self.source}")]) + list(self.notes)
 
     def unpackaged_line(self) -> str | None:
         """Where strict, the one line saying which code from no distribution
@@ -258,4 +261,4 @@ class EnvComparison:
     def to_json(self) -> dict[str, Any]:
         """The comparison as in ``--json`` outputs."""
         return {"target": self.source, "changes": [e.to_json() for e in self.changes],
-                "unpackaged": list(self.unpackaged)}
+                "unpackaged": list(self.unpackaged), "notes": list(self.notes)}

@@ -34,8 +34,9 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from lawkit.footprint.environment import Pin, Target, canonical_name, current_environment
+from lawkit.footprint.environment import Pin, Target, canonical_name
 from lawkit.footprint.errors import LockFileError
+from lawkit.footprint.manifest import current_environment, read_manifest
 from lawkit.fsio import ReadRefused, read_regular_file
 
 CURRENT = "current"
@@ -44,7 +45,7 @@ MAX_LOCK_BYTES = 64 * 2**20
 """The largest lock file read (the lock of a large project is a few MiB)."""
 
 _KINDS = ("pylock.toml (PEP 751), uv.lock, or a requirements file (*.txt) pinning "
-          "name==version")
+          "name==version (or a manifest from lawkit env export, *.json)")
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _INCLUDES = ("-r", "--requirement", "-c", "--constraint")
 _PYLOCK_SOURCES = ("vcs", "directory", "archive")
@@ -65,13 +66,16 @@ class _Entry:
 
 
 def read_target(spec: str, root: Path | None = None, *, python: str | None = None) -> Target:
-    """The target named by ``--env`` or the config's ``environment``: ``current`` or a lock
-    file (relative to ``root`` when given); ``python`` (the config's exact Python)
-    fixes the Python a lock file's markers are evaluated for."""
+    """The target named by ``--env`` or the config's ``environment``: ``current``, a manifest
+    (``*.json``, written by ``lawkit env export``) or a lock file (relative to ``root`` when
+    given); ``python`` (the config's exact Python) fixes the Python a lock file's markers
+    are evaluated for."""
     if spec == CURRENT:
         return current_environment()
     path = Path(spec)
     full = root / path if root is not None and not path.is_absolute() else path
+    if full.name.endswith((".json", ".json.gz")):
+        return read_manifest(full, shown=spec)
     return read_lock(full, shown=spec, python=python)
 
 

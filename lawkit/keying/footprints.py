@@ -251,8 +251,9 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
                 if footprint is None or diff is None:
                     verdicts.append("unknown")
                     continue
-                diff = diff.with_env(compare_env(footprint.environment, env,
-                                                 env_clauses(host)))
+                diff = diff.with_env(compare_env(
+                    footprint.environment, env, env_clauses(host),
+                    configuration=footprint.configuration, file_schema=footprint.file_schema))
                 bases.setdefault(path, Basis(path, footprint, diff))
                 law_region, verdict = diff.law(law_target)
                 region = law_region if region is None else region

@@ -532,6 +532,8 @@ def _prepare_env(path: Path, shown: str, raw: bytes, key: str,
                  ) -> _Prepared:
     """The file with one ``rekey`` entry accepting the environment's differences (``clause``:
     each name's recorded and target version) as its new baseline; the key stays."""
+    from lawkit.footprint.envverdict import accepted_label
+
     law_file = lawfile.parse(raw, shown, key=key)
     problems = integrity_problems(law_file, key)
     if problems:
@@ -540,7 +542,8 @@ def _prepare_env(path: Path, shown: str, raw: bytes, key: str,
     fields = {"from": named, "to": named, "env": clause, "at": when, "why": why, "refs": refs}
     edits = [textedit.provenance_edit(law_file, provenance_entry("rekey", fields))]
     new, after = _verified(raw, law_file, edits, key, named, {"rekey": fields})
-    said = ", ".join(f"{name} {old} -> {new or 'absent'}" for name, (old, new) in clause.items())
+    said = ", ".join(f"{name} {old} -> {accepted_label(new)}"
+                     for name, (old, new) in clause.items())
     return _Prepared(path, shown, raw, new, Change(shown, "env", named, named, said),
                      _facts_after(after, key, named, identity_of(law_file)))
 

@@ -200,9 +200,11 @@ class RekeyRecord(BaseModel):
     laws: list[str] | None = None
     """The laws re-keyed, when a refit re-keys the laws it kept (None: every law of the
     file)."""
-    env: dict[str, list[str | None]] | None = None
-    """The environment accepted as the new baseline (`rekey --env`): each distribution's
-    recorded and target version (``python``: the Python's; null: absent)."""
+    env: dict[str, list[str | dict[str, Any] | None]] | None = None
+    """The environment accepted as the new baseline (`rekey --accept-env`): each
+    distribution's recorded version and what the target showed of it (its version, or its
+    identity: version, install, source, files; null: absent); ``python``: the Python's;
+    ``environ:NAME`` and ``setting:NAME``: the configuration's."""
 
 
 class AdoptRecord(BaseModel):

@@ -118,7 +118,8 @@ def test_check_lists_each_difference_with_the_laws_it_moves(repo: Path) -> None:
                                "2.12.0") and lines[1].endswith(": sampling (sample_s) steps")
     assert "idle" not in result.stdout
     assert lines[-1] == ("fix: lawkit fit CAPTURE... --out laws/host.yaml, or if the laws still "
-                         "hold: lawkit rekey --env --why TEXT laws/host.yaml")
+                         "hold: lawkit rekey --accept-env --env requirements.txt --why TEXT "
+                         "laws/host.yaml")
     doc = json.loads(lawkit("check", "--env", "requirements.txt", "--json").stdout)
     assert [p["kind"] for p in doc["problems"]] == ["environment", "environment"]
     github = lawkit("check", "--env", "requirements.txt", "--format", "github").stdout

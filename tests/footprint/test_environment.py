@@ -21,10 +21,10 @@ from lawkit.footprint.environment import (
     Environment,
     PythonBuild,
     canonical_name,
-    current_environment,
     installed_distributions,
     python_build,
 )
+from lawkit.footprint.manifest import current_environment
 from lawkit.footprint.measured.loaded import native_libraries
 from lawkit.footprint.owners import distributions_of
 from testing.wheels import build_wheel, make_venv, pip_install, site_packages, stdlib_shared_object
@@ -179,14 +179,14 @@ import ctypes, json, os, sys
 import alpha, beta_lib
 from lawkit.footprint.measured.loaded import native_libraries
 from lawkit.footprint.owners import distributions_of
-from lawkit.footprint.environment import current_environment
+from lawkit.footprint.environment import installed_distributions
 if "--load" in sys.argv:
     ctypes.CDLL(os.path.join(os.path.dirname(alpha.__file__), "libnative.so"))
 code = distributions_of([alpha.__file__, beta_lib.__file__, os.__file__])
 native = distributions_of(native_libraries())
-env = current_environment()
+env = installed_distributions()
 print(json.dumps({"code": code.owners, "native": sorted(native.distributions),
-                  "env": {n: p.versions for n, p in env.distributions.items()}}))
+                  "env": {n: [d.version] for n, d in env.items()}}))
 """
 
 
