@@ -174,7 +174,7 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     assert problem.startswith(f"laws/a100.yaml: environment: {moved}: ")
     assert check_verdicts(problem) == {SAMPLER_LAW: "steps"}  # the laws it moves, no other
     assert fix == ("fix: lawkit fit CAPTURE... --out laws/a100.yaml, or if the laws still hold: "
-                   "lawkit rekey --env --why TEXT laws/a100.yaml")
+                   "lawkit rekey --accept-env --env requirements.txt --why TEXT laws/a100.yaml")
     as_json = json.loads(lawkit("check", "--json").stdout)
     assert [(p["kind"], p["path"]) for p in as_json["problems"]] == [
         ("environment", "laws/a100.yaml")]
@@ -189,7 +189,7 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     assert github[0] == f"::error file=laws/a100.yaml::{problem.split(': ', 1)[1]}"
 
     before = (ws / "laws" / "a100.yaml").read_bytes()
-    refused = lawkit("rekey", "--env", "--why", "pickfast 1.1", "--require", "untouched")
+    refused = lawkit("rekey", "--accept-env", "--why", "pickfast 1.1", "--require", "untouched")
     assert refused.exit_code == 2, refused.output
     assert SAMPLER_LAW in refused.output and "nothing was written" in refused.output
     assert (ws / "laws" / "a100.yaml").read_bytes() == before
@@ -207,12 +207,13 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
 
 
 def test_require_untouched_names_only_the_law_the_environment_moves(ws: Path) -> None:
-    assert lawkit("rekey", "--env", "--why", "nothing", "--require", "untouched").exit_code == 0
+    accepted = lawkit("rekey", "--accept-env", "--why", "nothing", "--require", "untouched")
+    assert accepted.exit_code == 0, accepted.output
     review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
                     "untouched", "--json")
     assert (review.exit_code, json.loads(review.stdout)["findings"]) == (0, [])
     bump(ws, pickfast="1.1")
-    refused = lawkit("rekey", "--env", "--why", "pickfast 1.1", "--require", "untouched")
+    refused = lawkit("rekey", "--accept-env", "--why", "pickfast 1.1", "--require", "untouched")
     assert refused.exit_code == 2, refused.output
     assert f"{SAMPLER_LAW} steps" in refused.output
     assert not any(law in refused.output for law in SCHEDULER_LAWS)
@@ -242,14 +243,14 @@ def test_code_from_outside_the_workspace_and_any_distribution_makes_every_law_un
         stray]
     commit(ws, {}, "refit with the stray module")
     commit(ws, {"notes.txt": "a second note\n"}, "a note")
-    assert lawkit("check").exit_code == 0  # only --require untouched counts it
+    assert lawkit("check").exit_code == 0  # no difference to list; a re-key says unknown
 
-    refused = lawkit("rekey", "--env", "--why", "nothing", "--require", "untouched")
+    refused = lawkit("rekey", "--accept-env", "--why", "nothing", "--require", "untouched")
     assert refused.exit_code == 2, refused.output
     text = " ".join(refused.output.split("\n"))
     assert all(f"{law} unknown" in text for law in LAWS), text
     assert (f"code from no distribution ran: {stray}: no environment pins it, so every law "
-            "counts as unknown under --require untouched; install it as a distribution, or move "
+            "counts as unknown; install it as a distribution, or move "
             "it into the workspace or the hashed files") in text
     review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
                     "untouched", "--json")
@@ -295,7 +296,7 @@ def test_a_library_loaded_only_by_ctypes_moves_every_law(ws: Path) -> None:
 def test_rekey_env_appends_one_line_and_check_passes_on_the_new_baseline(ws: Path) -> None:
     bump(ws, pickfast="1.1")
     before = (ws / "laws" / "a100.yaml").read_bytes()
-    done = lawkit("rekey", "--env", "--why", "pickfast 1.1 moves no host time")
+    done = lawkit("rekey", "--accept-env", "--why", "pickfast 1.1 moves no host time")
     assert done.exit_code == 0, done.output
     assert "accepted the environment in laws/a100.yaml: pickfast 1.0 -> 1.1" in done.stdout
     assert [line for line in done.stdout.splitlines() if line.startswith("  laws/")] == [
@@ -306,5 +307,5 @@ def test_rekey_env_appends_one_line_and_check_passes_on_the_new_baseline(ws: Pat
     assert after.startswith(before) and added.count("\n") == 1, added
     assert added.startswith("    - {rekey: {") and 'env: {pickfast: ["1.0", "1.1"]}' in added, added
     assert lawkit("check").exit_code == 0
-    assert lawkit("rekey", "--env", "--why", "again").exit_code == 0
+    assert lawkit("rekey", "--accept-env", "--why", "again").exit_code == 0
     assert (ws / "laws" / "a100.yaml").read_bytes() == after
