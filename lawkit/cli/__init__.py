@@ -6,7 +6,7 @@ it but `lawkit.__main__`.
 
 from __future__ import annotations
 
-from lawkit.cli import check, digest, fit, footprint, init, rekey, review, schema, score, show  # noqa: F401  (each module registers its command)
+from lawkit.cli import check, digest, env, fit, footprint, init, rekey, review, schema, score, show  # noqa: F401  (each module registers its command)
 from lawkit.cli.app import app
 
 

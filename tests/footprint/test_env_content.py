@@ -1,0 +1,329 @@
+"""Dependencies judged by content (issue 39), against real installs made offline by pip in the
+test: a project with its own build backend installed editable, from its wheel as from an index,
+rebuilt at one version; two distributions sharing a module; an egg-info install. The recorded
+side is a schema-3 environment as the recorder writes it (each file that ran, its sha256 and
+units, where each ran); the judge compares it with `current` (unit by unit), a manifest that
+`lawkit env export` writes (file by file) and lock files (versions and sources).
+
+The helper's `sample` ran in steps in the sampler's region; `unused` never ran; its module body
+ran at start-up. The laws: sampling (region sample_s) and scheduling (region schedule_s).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from lawkit.footprint.dependencies import installed_path
+from lawkit.footprint.distcontent import unit_extent
+from lawkit.footprint.document import (
+    Configuration,
+    DistFile,
+    DistRecord,
+    EnvironmentRecord,
+    EnvRead,
+    UnitRecord,
+    sort_phases,
+)
+from lawkit.footprint.environment import DistInfo, installed_distributions, python_build
+from lawkit.footprint.envverdict import EnvClause, EnvSpec, applied, clause_of, compare_env
+from lawkit.footprint.lawverdict import law_verdict
+from lawkit.footprint.lockfiles import read_lock
+from lawkit.footprint.manifest import (
+    current_environment,
+    export_manifest,
+    read_manifest,
+    write_manifest,
+)
+from lawkit.footprint.units import MODULE, NORMAL, codes_of, units_of
+from testing.installs import build_wheel_of, install_egg_info, new_venv, pip, write_project
+from testing.wheels import site_packages
+
+CORE = '''\
+import os
+
+TABLE = [1, 2, 3]
+
+
+def sample(logits):
+    return max(logits)
+
+
+def unused(x):
+    return x + 1
+'''
+RAN: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    MODULE: (("startup",), (), ("*",)), "sample": (("steps",), ("sample_s",), ())}
+REGIONS = ("sample_s", "schedule_s")
+LAWS = {"sampling": "sample_s", "scheduling": "schedule_s"}
+
+
+Ran = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def _record(info: DistInfo, ran: Mapping[str, Mapping[str, Ran]]) -> DistRecord:
+    """A distribution as the recorder writes it: each file that ran (by its path in the
+    distribution), its sha256 and units, with the phases and regions ``ran`` gives each unit."""
+    files = {}
+    for rel, units in ran.items():
+        data = Path(installed_path(info, rel)).read_bytes()
+        codes = codes_of(data) or {}
+        records = {}
+        for u in units_of(data):
+            phases, regions, startup = units.get(u.qualname, ((), (), ()))
+            records[u.qualname] = UnitRecord(u.digest, phases, regions, startup,
+                                             code=codes[u.qualname], normal=NORMAL)
+        phases = sort_phases({p for r in records.values() for p in r.phases})
+        files[rel] = DistFile(hashlib.sha256(data).hexdigest(), False, phases,
+                              tuple(sorted({g for r in records.values() for g in r.regions})),
+                              tuple(sorted({g for r in records.values()
+                                            for g in r.startup_regions})), records)
+    phases = sort_phases({p for f in files.values() for p in f.phases})
+    return DistRecord(info.version, info.record, None, phases,
+                      tuple(sorted({g for f in files.values() for g in f.regions})),
+                      tuple(sorted({g for f in files.values() for g in f.startup_regions})),
+                      info.install, info.source, info.commit, files)
+
+
+def _env(*dists: tuple[str, DistRecord]) -> EnvironmentRecord:
+    return EnvironmentRecord(python_build(), dict(dists))
+
+
+def _verdicts(env: EnvironmentRecord, spec: EnvSpec, clauses: Sequence[EnvClause] = (),
+              configuration: Configuration | None = None) -> dict[str, str]:
+    comparison = compare_env(env, spec, clauses, configuration=configuration)
+    assert comparison is not None
+    return {law: law_verdict(REGIONS, [], region, comparison)[1] for law, region in LAWS.items()}
+
+
+def _current(site: Path) -> EnvSpec:
+    return EnvSpec(current_environment([str(site)]))
+
+
+@pytest.fixture
+def editable(tmp_path: Path) -> tuple[Path, Path, DistRecord]:
+    """helper 0.1 installed editable (`pip install -e`) in a fresh venv; its project folder,
+    the venv's site-packages and the recorded distribution."""
+    project = write_project(tmp_path / "helper", "helper", "0.1", {"helper/core.py": CORE})
+    python = new_venv(tmp_path / "venv")
+    pip(python, "install", "-e", str(project))
+    site = site_packages(tmp_path / "venv")
+    info = installed_distributions([str(site)])["helper"]
+    assert info.install == "editable"
+    return project, site, _record(info, {"helper/core.py": RAN})
+
+
+def test_against_current_an_editable_install_is_judged_unit_by_unit(
+        editable: tuple[Path, Path, DistRecord]) -> None:
+    project, site, helper = editable
+    env = _env(("helper", helper))
+    core = project / "helper" / "core.py"
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    core.write_text(CORE.replace("    return max(logits)", "    # the largest\n"
+                                 "    return max(logits)"))
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    core.write_text(CORE.replace("return x + 1", "return x + 2"))
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    core.write_text(CORE.replace("return max(logits)", "return min(logits)"))
+    assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
+    comparison = compare_env(env, _current(site))
+    assert comparison is not None
+    assert comparison.lines() == ["changed  dist helper 0.1 (editable): helper/core.py sample "
+                                  "changed  ran in steps (regions sample_s)"]
+
+
+def test_an_accepted_editable_install_is_still_judged_unit_by_unit(
+        editable: tuple[Path, Path, DistRecord]) -> None:
+    """Issue 39, case 5: accept, then edit a function that never ran (untouched) and one that
+    ran (steps)."""
+    project, site, helper = editable
+    env = _env(("helper", helper))
+    core = project / "helper" / "core.py"
+    core.write_text(CORE.replace("return max(logits)", "return sorted(logits)[-1]"))
+    comparison = compare_env(env, _current(site))
+    assert comparison is not None
+    clause = clause_of(comparison)
+    accepted = clause["helper"][1]
+    assert isinstance(accepted, dict) and accepted["install"] == "editable"
+    assert accepted["files"]["helper/core.py"]["sha256"] == \
+        hashlib.sha256(core.read_bytes()).hexdigest()
+    clauses = [{name: (pair[0], pair[1]) for name, pair in
+                json.loads(json.dumps(clause)).items()}]  # as a law file holds it
+    assert _verdicts(env, _current(site), clauses) == {"sampling": "untouched",
+                                                       "scheduling": "untouched"}
+    core.write_text(core.read_text().replace("return x + 1", "return x * 2"))
+    assert _verdicts(env, _current(site), clauses) == {"sampling": "untouched",
+                                                       "scheduling": "untouched"}
+    core.write_text(core.read_text().replace("sorted(logits)[-1]", "max(logits)"))
+    assert _verdicts(env, _current(site), clauses) == {"sampling": "steps",
+                                                       "scheduling": "untouched"}
+
+
+def test_a_rebuild_at_the_same_version_from_an_index_is_seen_by_content(tmp_path: Path) -> None:
+    """Issue 39, case 1: the same version of other code, installed as from an index."""
+    project = write_project(tmp_path / "helper", "helper", "1.0", {"helper/core.py": CORE})
+    wheels = tmp_path / "wheels"
+    build_wheel_of(project, wheels)
+    python = new_venv(tmp_path / "venv")
+    pip(python, "install", "--find-links", str(wheels), "helper==1.0")
+    site = site_packages(tmp_path / "venv")
+    info = installed_distributions([str(site)])["helper"]
+    assert (info.install, info.source) == ("index", None)
+    env = _env(("helper", _record(info, {"helper/core.py": RAN})))
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    (project / "helper" / "core.py").write_text(CORE.replace("max(", "min("))
+    for old in wheels.iterdir():
+        old.unlink()
+    build_wheel_of(project, wheels)
+    pip(python, "install", "--force-reinstall", "--find-links", str(wheels), "helper==1.0")
+    assert installed_distributions([str(site)])["helper"].version == "1.0"
+    assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
+
+
+def test_a_lock_shows_versions_and_sources_only(editable: tuple[Path, Path, DistRecord],
+                                                tmp_path: Path) -> None:
+    """Issue 39, cases 2 and 3, and what a lock file could not show, said in one line."""
+    _project, _site, helper = editable
+    index = dataclasses.replace(helper, install="index", source=None)
+    env = _env(("helper", index))
+    exact = tmp_path / "pylock.toml"
+    exact.write_text('lock-version = "1.0"\n[[packages]]\nname = "helper"\nversion = "0.1"\n'
+                     'wheels = [{ url = "https://example.org/helper.whl", hashes = { sha256 = '
+                     '"00" } }]\n')
+    spec = EnvSpec(read_lock(exact))
+    assert _verdicts(env, spec) == {"sampling": "untouched", "scheduling": "untouched"}
+    comparison = compare_env(env, spec)
+    assert comparison is not None and comparison.lines()[-1] == (
+        "environment: pylock.toml shows versions and sources only: the content of the "
+        "distributions that ran, and the configuration (a lock file carries none), were not "
+        "compared").replace("pylock.toml", str(exact))
+    vcs = tmp_path / "vcs" / "pylock.toml"
+    vcs.parent.mkdir()
+    vcs.write_text('lock-version = "1.0"\n[[packages]]\nname = "helper"\nversion = "0.1"\n'
+                   'vcs = { type = "git", url = "https://example.org/h.git", commit-id = "a" }\n')
+    # every unit of it changed, its module body included: start-up for every law
+    assert _verdicts(env, EnvSpec(read_lock(vcs))) == {"sampling": "steps",
+                                                        "scheduling": "startup"}
+    admits = tmp_path / "requirements.txt"
+    admits.write_text("helper==0.1\n")
+    assert _verdicts(env, EnvSpec(read_lock(admits))) == {"sampling": "steps",
+                                                           "scheduling": "startup"}
+    # the recorded install was editable: no lock can say its code is the same
+    assert _verdicts(_env(("helper", helper)), spec) == {"sampling": "steps",
+                                                         "scheduling": "startup"}
+
+
+def test_a_file_installed_by_two_distributions_is_judged_under_each(tmp_path: Path) -> None:
+    """Issue 39, case 4: the other distribution's upgrade replaced the file that ran."""
+    shared = {"shared/__init__.py": "", "shared/mod.py": CORE}
+    first = write_project(tmp_path / "first", "first", "1.0", shared)
+    second = write_project(tmp_path / "second", "second", "1.0", shared)
+    wheels = tmp_path / "wheels"
+    build_wheel_of(first, wheels)
+    build_wheel_of(second, wheels)
+    python = new_venv(tmp_path / "venv")
+    pip(python, "install", "--find-links", str(wheels), "first==1.0", "second==1.0")
+    site = site_packages(tmp_path / "venv")
+    found = installed_distributions([str(site)])
+    env = _env(*((name, _record(found[name], {"shared/mod.py": RAN}))
+                 for name in ("first", "second")))
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    (second / "shared" / "mod.py").write_text(CORE.replace("max(", "min("))
+    (second / "pyproject.toml").write_text((second / "pyproject.toml").read_text()
+                                           .replace('version = "1.0"', 'version = "2.0"'))
+    build_wheel_of(second, tmp_path / "wheels2")
+    pip(python, "install", "--find-links", str(tmp_path / "wheels2"), "second==2.0")
+    comparison = compare_env(env, _current(site))
+    assert comparison is not None
+    assert {u.change.name for u in comparison.changes} == {"first", "second"}
+    assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
+
+
+def test_an_egg_info_install_is_a_distribution_judged_by_content(tmp_path: Path) -> None:
+    """Issue 39, case 7."""
+    python = new_venv(tmp_path / "venv")
+    package = install_egg_info(python, "legacylib", "1.0", {"core.py": CORE})
+    site = site_packages(tmp_path / "venv")
+    info = installed_distributions([str(site)])["legacylib"]
+    assert (info.install, info.version) == ("egg-info", "1.0")
+    env = _env(("legacylib", _record(info, {"legacylib/core.py": RAN})))
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    (package / "core.py").write_text(CORE.replace("max(", "min("))
+    assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
+
+
+def test_a_module_body_that_ran_in_steps_counts_for_every_region() -> None:
+    """Issue 39, case 11: a table built at import inside one region, read in another."""
+    body = UnitRecord("d", ("steps",), ("sample_s",), ())
+    assert unit_extent(MODULE, body, True).regions == ("*",)
+    assert unit_extent("sample", body, False).regions == ("sample_s",)
+
+
+def test_an_accepted_absence_means_the_distribution_must_stay_absent(
+        editable: tuple[Path, Path, DistRecord], tmp_path: Path) -> None:
+    """Issue 39, case 6: `env: {helper: ["0.1", null]}` never drops helper."""
+    _project, site, helper = editable
+    env = _env(("helper", helper))
+    clauses = [{"helper": ("0.1", None)}]
+    assert "helper" in applied(env, clauses).absent
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _verdicts(env, _current(empty), clauses) == {"sampling": "untouched",
+                                                        "scheduling": "untouched"}
+    lock = tmp_path / "requirements.txt"
+    lock.write_text("helper===9.9\n")
+    assert _verdicts(env, EnvSpec(read_lock(lock)), clauses) == {"sampling": "steps",
+                                                                 "scheduling": "startup"}
+    assert _verdicts(env, _current(site), clauses)["sampling"] == "steps"
+
+
+def test_a_manifest_exported_in_one_venv_judges_a_footprint_of_another(
+        tmp_path: Path) -> None:
+    """`lawkit env export`'s manifest shows content by file: a file that differs counts all
+    its units, one the same counts nothing."""
+    project = write_project(tmp_path / "helper", "helper", "1.0", {"helper/core.py": CORE})
+    wheels = tmp_path / "wheels"
+    build_wheel_of(project, wheels)
+    recorded_venv = new_venv(tmp_path / "recorded")
+    pip(recorded_venv, "install", "--find-links", str(wheels), "helper==1.0")
+    site = site_packages(tmp_path / "recorded")
+    env = _env(("helper", _record(installed_distributions([str(site)])["helper"],
+                                  {"helper/core.py": RAN})))
+    image = new_venv(tmp_path / "image")
+    pip(image, "install", "--find-links", str(wheels), "helper==1.0")
+    manifest = tmp_path / "env.json"
+    write_manifest(export_manifest([str(site_packages(tmp_path / "image"))]), manifest)
+    spec = EnvSpec(read_manifest(manifest))
+    assert _verdicts(env, spec) == {"sampling": "untouched", "scheduling": "untouched"}
+    core = site_packages(tmp_path / "image") / "helper" / "core.py"
+    core.write_text(CORE.replace("return x + 1", "return x + 2"))  # a function that never ran
+    write_manifest(export_manifest([str(site_packages(tmp_path / "image"))]), manifest)
+    # by file: the module body ran at start-up, `sample` in steps: every unit counts
+    assert _verdicts(env, EnvSpec(read_manifest(manifest))) == {"sampling": "steps",
+                                                               "scheduling": "startup"}
+
+
+def test_a_variable_read_counts_where_it_was_read_and_a_setting_for_every_law(
+        editable: tuple[Path, Path, DistRecord], monkeypatch: pytest.MonkeyPatch) -> None:
+    _project, site, helper = editable
+    env = _env(("helper", helper))
+    monkeypatch.setenv("ATOM_GC_THRESHOLD", "50000")
+    digest = hashlib.sha256(b"50000").hexdigest()
+    spec = _current(site)
+    settings = dict(spec.target.settings or {})  # type: ignore[union-attr]
+    read = {"ATOM_GC_THRESHOLD": EnvRead(digest, ("steps",), ("sample_s",), ())}
+    same = Configuration(read, settings)
+    assert _verdicts(env, spec, configuration=same) == {"sampling": "untouched",
+                                                        "scheduling": "untouched"}
+    monkeypatch.setenv("ATOM_GC_THRESHOLD", "700")
+    assert _verdicts(env, _current(site), configuration=same) == {"sampling": "steps",
+                                                                  "scheduling": "untouched"}
+    monkeypatch.setenv("ATOM_GC_THRESHOLD", "50000")
+    other = Configuration(read, {**settings, "switch_interval": 0.5})
+    assert _verdicts(env, _current(site), configuration=other) == {"sampling": "steps",
+                                                                   "scheduling": "steps"}
