@@ -88,9 +88,10 @@ CacheOption = Annotated[
 EnvOption = Annotated[
     str | None,
     typer.Option("--env", metavar="current|FILE", help="The environment to compare footprints' "
-                 "with: current (the Python lawkit runs in) or a lock file (pylock.toml, uv.lock, "
-                 "a requirements file pinning name==version); default: [tool.lawkit] "
-                 "environment, else not compared.", show_default=False),
+                 "with: current (the Python lawkit runs in: content by unit), a manifest "
+                 "written by lawkit env export (*.json: content by file) or a lock file "
+                 "(pylock.toml, uv.lock, a requirements file: versions and sources only); "
+                 "default: [tool.lawkit] environment, else not compared.", show_default=False),
 ]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="The same as --format json: one JSON document on stdout "
