@@ -331,7 +331,7 @@ def _configuration_units(base: Baseline, target: Target) -> list[EnvUnit]:
     settings = target.settings or {}
     for name, value in sorted(base.settings.items()):
         if name in settings and settings[name] != value:
-            out.append(EnvUnit(EnvChange(f"{SETTING}{name}", "setting", _shown(value),
+            out.append(EnvUnit(EnvChange(name, "setting", _shown(value),
                                          _shown(settings[name]), accepted=settings[name])))
     return out
 
@@ -350,7 +350,7 @@ def clause_of(comparison: EnvComparison) -> dict[str, list[Any]]:
         if change.kind == "environ":
             out.setdefault(f"{ENVIRON}{change.name}", [change.old, change.accepted])
         elif change.kind == "setting":
-            out.setdefault(change.name, [change.old, change.accepted])
+            out.setdefault(f"{SETTING}{change.name}", [change.old, change.accepted])
         elif change.kind == "python":
             out.setdefault(STDLIB, [_version(change.old), change.accepted])
         else:
