@@ -13,7 +13,7 @@ from typing import Any
 from lawkit.errors import ConfigError, LawkitError, printable
 
 CONFIG_NAME = "lawkit.toml"
-_TOP_KEYS = {"laws", "digest", "score", "environment", "python", "rekey", "footprint"}
+_TOP_KEYS = {"laws", "digest", "score", "environment", "python", "rekey", "trace", "footprint"}
 _DIGEST_KEYS = {"root", "packages", "include", "exclude", "length", "key"}
 _SCORE_KEYS = {"max_mape"}
 _FOOTPRINT_KEYS = {"environ"}
@@ -115,6 +115,9 @@ class Workspace:
     require: str | None = None
     """The workspace's policy for re-keys (`[rekey] require`): every command's default for
     ``--require``; None: no policy."""
+    trace: dict[str, Any] | None = None
+    """The `[trace]` table as written: how a Chrome-format trace becomes capture records,
+    checked where a trace is read (`lawkit.fitting.captures.tracemap`; docs/captures.md)."""
 
     def advice(self, text: str) -> str:
         """`text`, advice naming config keys, as `ConfigSource.advice` gives it."""
@@ -269,6 +272,7 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
                      environment=_optional(section, "environment", prefix, path),
                      python=_python_version(section, prefix, path),
                      require=_rekey_require(section, prefix, path),
+                     trace=_trace_table(section, prefix, path),
                      footprint_environ=_footprint_environ(section, prefix, path))
 
 
@@ -308,6 +312,16 @@ def _rekey_require(section: dict[str, Any], prefix: str, path: Path) -> str | No
         raise ConfigError(f"{rprefix}.require: expected \"untouched\" or \"startup\", got "
                           f"{value!r}", path=str(path))
     return value
+
+
+def _trace_table(section: dict[str, Any], prefix: str, path: Path) -> dict[str, Any] | None:
+    """`[trace]`: a table, None when not set (its keys are checked where a trace is read)."""
+    if "trace" not in section:
+        return None
+    if not isinstance(section["trace"], dict):
+        where = f"{prefix}.trace" if prefix else "trace"
+        raise ConfigError(f"{where}: expected a table", path=str(path))
+    return dict(section["trace"])
 
 
 def _footprint_environ(section: dict[str, Any], prefix: str, path: Path) -> tuple[str, ...]:

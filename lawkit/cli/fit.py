@@ -24,7 +24,9 @@ from lawkit.cli.app import (
 @app.command()
 def fit(
     captures: Annotated[list[str], typer.Argument(
-        help="Capture files (CSV, JSON Lines, Parquet, optionally .gz), folders or globs.",
+        help="Capture files (CSV, JSON Lines, Parquet, or a Chrome Trace Event Format .json "
+        "trace such as torch.profiler writes, read by [trace] in lawkit.toml or --trace-map; "
+        "each optionally .gz), folders or globs.",
         show_default=False)],
     out: Annotated[Path, typer.Option(
         "--out", help="The law file to write (*.yaml or *.yml); an existing one keeps its "
@@ -98,6 +100,10 @@ def fit(
         "kept law re-keyed has a verdict this policy passes, judged as lawkit rekey judges it "
         "(default: [rekey] require in the config).",
         show_default=False)] = None,
+    trace_map: Annotated[Path | None, typer.Option(
+        "--trace-map", help="A TOML file with a [trace] table: which ranges of a trace are "
+        "steps, their features and regions (docs/captures.md#traces). Default: [trace] in "
+        "lawkit.toml.", show_default=False)] = None,
     format: FormatOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
@@ -128,7 +134,8 @@ def fit(
             method=method, holdout=fraction(holdout, "--holdout"), name=name,
             captured_on=captured_on, allow_negative=allow_negative,
             allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight,
-            dask=dask, cv=cv, footprint=footprint, why=why, require=require)
+            dask=dask, cv=cv, footprint=footprint, why=why, require=require,
+            trace_map=trace_map)
         ws = load_workspace(config=config, engine=engine)
         if plot is not None:
             from lawkit.fitting.plot import check_plot_path

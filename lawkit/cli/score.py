@@ -24,7 +24,9 @@ from lawkit.cli.app import (
 def score(
     law: Annotated[Path, typer.Argument(help="The law file to score.", show_default=False)],
     captures: Annotated[list[str], typer.Argument(
-        help="Capture files (CSV, JSON Lines, Parquet, optionally .gz), folders or globs.",
+        help="Capture files (CSV, JSON Lines, Parquet, or a Chrome Trace Event Format .json "
+        "trace, read by [trace] in lawkit.toml or --trace-map; each optionally .gz), folders or "
+        "globs.",
         show_default=False)],
     where: Annotated[str | None, typer.Option(
         "--where", help="Score only the capture rows this expression selects, e.g. "
@@ -40,6 +42,10 @@ def score(
     plot: Annotated[Path | None, typer.Option(
         "--plot", help="Also draw each law's measured vs predicted values and residuals to this "
         "PNG file (needs the 'plot' extra).", show_default=False)] = None,
+    trace_map: Annotated[Path | None, typer.Option(
+        "--trace-map", help="A TOML file with a [trace] table: how a trace's ranges become "
+        "rows (docs/captures.md#traces). Default: [trace] in lawkit.toml.",
+        show_default=False)] = None,
     quiet: QuietOption = False,
     format: FormatOption = None,
     json: JsonOption = False,
@@ -61,7 +67,7 @@ def score(
         ws = load_workspace(config=config)
         report = lib.score(ws, law, captures, where=where,
                            max_mape=fraction(max_mape, "--max-mape"), drop_invalid=drop_invalid,
-                           keep_data=plot is not None, quiet=quiet)
+                           keep_data=plot is not None, quiet=quiet, trace_map=trace_map)
         if plot is not None:
             from lawkit.fitting.plot import plot_score
 

@@ -87,7 +87,7 @@ def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     existing = load_existing(out, out_shown, ws)
     specs = plan_specs(request, existing)
     found = find_captures(request.captures, shown=ws.rel)
-    spec = column_spec(specs, request, ws)
+    spec = column_spec(specs, request, ws, found)
     if request.dask is None:
         with LocalRunner(found, spec, request) as local:
             return _fit_with(local, request, ws, existing, specs, found)

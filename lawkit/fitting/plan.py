@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from lawkit.config import Workspace, digest_problem
 from lawkit.errors import FitError, printable
 from lawkit.fitting.captures.chunks import ColumnSpec
+from lawkit.fitting.captures.files import Capture
+from lawkit.fitting.captures.tracemap import mapping_for
 from lawkit.fitting.crossval import cv_column, parse_cv
 from lawkit.fitting.formula import parse_formula
 from lawkit.fitting.methods import NAMES
@@ -158,9 +160,10 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def column_spec(specs: Sequence[LawSpec], request: FitRequest,
-                ws: Workspace) -> ColumnSpec:
-    """The columns the laws read and what each must hold (`ColumnSpec`)."""
+def column_spec(specs: Sequence[LawSpec], request: FitRequest, ws: Workspace,
+                found: Sequence[Capture] = ()) -> ColumnSpec:
+    """The columns the laws read and what each must hold (`ColumnSpec`), with the trace
+    mapping where a trace is among the captures `found`."""
     numbers: dict[str, None] = {}
     targets: dict[str, None] = {}
     weights: dict[str, None] = {}
@@ -179,7 +182,9 @@ def column_spec(specs: Sequence[LawSpec], request: FitRequest,
     return ColumnSpec(
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
         digest=key, digest_length=ws.digest.length,
-        nonnegative=() if request.allow_negative else tuple(targets), weights=tuple(weights))
+        nonnegative=() if request.allow_negative else tuple(targets), weights=tuple(weights),
+        trace=mapping_for(ws, request.trace_map) if any(c.format == "trace" for c in found)
+        else None)
 
 
 def expand(specs: Sequence[LawSpec], scan: Scan, request: FitRequest) -> list[LawSpec]:

@@ -61,6 +61,8 @@ class FitRequest:
     moves the file's key appends a `rekey` entry for them; without it, it refuses."""
     require: str | None = None
     """The verdict every kept law must have when the fit re-keys them (as `rekey --require`)."""
+    trace_map: Path | None = None
+    """A TOML file mapping traces to rows (`[trace]`); None: the workspace's `[trace]`."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ def build_request(
     dask: str | None = None,
     why: str | None = None,
     require: str | None = None,
+    trace_map: str | Path | None = None,
 ) -> FitRequest:
     """The FitRequest of `lawkit fit`'s arguments, as the CLI and `lawkit.fit` take them.
 
@@ -142,7 +145,7 @@ def build_request(
         drop_invalid=drop_invalid, weight=weight, dask=dask,
         cv=None if cv is None else str(cv),
         footprint=Path(footprint) if footprint is not None else None, why=why,
-        require=require)
+        require=require, trace_map=Path(trace_map) if trace_map is not None else None)
 
 
 def by_columns(by: str | Sequence[str] | None) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,6 +263,7 @@ def score(
     keep_data: bool = False,
     quiet: bool = True,
     cwd: Path | None = None,
+    trace_map: Path | None = None,
 ) -> ScoreReport:
     """Score every law of a law file on capture files (see the module docstring).
 
@@ -270,10 +271,12 @@ def score(
     law is `ok` or `fail`, each is only `scored` (or `not scored`). Paths are relative to `cwd`
     (default: the working directory); messages name files relative to the workspace root.
     `keep_data` keeps the scored rows in the report, for `plot_fit`.
-    `quiet=False` shows a progress bar on stderr when it is a terminal.
+    `quiet=False` shows a progress bar on stderr when it is a terminal. Traces are read by
+    `trace_map` (a TOML file), else the workspace's `[trace]`.
     """
     from lawkit.fitting.captures.files import find_captures
-    from lawkit.fitting.captures.read import read_chunks
+    from lawkit.fitting.captures.read import read_captures
+    from lawkit.fitting.captures.tracemap import mapping_for
     from lawkit.fitting.progress import progress
     from lawkit.lawfiles import lawfile
     from lawkit.lawfiles.where import parse_where
@@ -289,21 +292,28 @@ def score(
     expr = parse_where(where) if where else None
     files = find_captures(capture_paths, cwd=here, shown=ws.rel)
     spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
+    if any(c.format == "trace" for c in files):
+        spec = replace(spec, trace=mapping_for(ws, trace_map))
     state = _Scoring(law_file.host.laws, drop_invalid=drop_invalid, keep_data=keep_data)
     sizes = [_size(c.path) for c in files]
     rows = considered = 0
     notes: list[str] = []
     with progress(sum(sizes), quiet=quiet, description="scoring") as advance:
-        for capture, size in zip(files, sizes, strict=True):
-            advance(0, capture.shown)
-            for chunk in read_chunks(capture, spec, chunk_rows=CHUNK_ROWS):
-                rows += chunk.size
-                keep = expr.mask(chunk.columns) if expr is not None else None
-                considered += chunk.size if keep is None else int(keep.sum())
-                state.add(chunk, keep)
-                if chunk.note is not None and chunk.note not in notes:
-                    notes.append(chunk.note)
-            advance(size)
+        current: int | None = None
+        for chunk in read_captures(files, spec, chunk_rows=CHUNK_ROWS):
+            if chunk.file_index != current:  # a file begun: the one before is done
+                if current is not None:
+                    advance(sizes[current])
+                current = chunk.file_index
+                advance(0, files[current].shown)
+            rows += chunk.size
+            keep = expr.mask(chunk.columns) if expr is not None else None
+            considered += chunk.size if keep is None else int(keep.sum())
+            state.add(chunk, keep)
+            if chunk.note is not None and chunk.note not in notes:
+                notes.append(chunk.note)
+        if current is not None:
+            advance(sizes[current])
     report = state.report(law_file, [c.shown for c in files], where=where, max_mape=max_mape,
                           rows=rows, considered=considered)
     from lawkit.fitting.provenance import capture_host, other_cpu

@@ -202,7 +202,7 @@ def test_find_captures_expands_globs_and_folders_once_each(tmp_path: Path) -> No
 @pytest.mark.parametrize(("given", "message"), [
     ("missing.csv", "missing.csv: cannot read: no such file"),
     ("notes.txt", "notes.txt: unknown capture format: expected *.csv, *.jsonl, *.ndjson, "
-                  "*.parquet, *.pq, each optionally .gz"),
+                  "*.parquet, *.pq, a *.json trace, each optionally .gz"),
     ("nothing/*.csv", "no capture file matches 'nothing/*.csv'"),
     ("empty", "empty: no capture file (*.csv"),
 ])

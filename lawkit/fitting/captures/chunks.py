@@ -29,6 +29,7 @@ from lawkit.capture.rows import MAX_NUMBER  # the writer refuses what the reader
 from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
 from lawkit.fitting.captures.files import Capture
+from lawkit.fitting.captures.tracemap import TraceMapping
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -51,6 +52,8 @@ class ColumnSpec:
     """Numbers that must also be >= 0 (targets are durations)."""
     weights: tuple[str, ...] = ()
     """Numbers that must be >= 0 because they weight rows."""
+    trace: TraceMapping | None = None
+    """How a Chrome-format trace becomes rows (`[trace]`); None: traces cannot be read."""
 
     def names(self) -> list[str]:
         """Every column named, in order, once."""

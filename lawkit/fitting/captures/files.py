@@ -13,16 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from lawkit.capture.host import SUFFIX as HOST_SUFFIX  # a capture's host file, not a trace
 from lawkit.errors import CaptureError
 
-Format = Literal["csv", "jsonl", "parquet"]
+Format = Literal["csv", "jsonl", "parquet", "trace"]
 
 SUFFIXES: dict[str, Format] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                               ".parquet": "parquet", ".pq": "parquet"}
-KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, each optionally .gz"
+                               ".parquet": "parquet", ".pq": "parquet", ".json": "trace"}
+KNOWN = "*.csv, *.jsonl, *.ndjson, *.parquet, *.pq, a *.json trace, each optionally .gz"
 METADATA_PREFIX = "lawkit."
 """Parquet file metadata `lawkit.<key>` names the digest a file without a key column ran on."""
 _GLOB_CHARS = set("*?[")
+FOLDER_TRACE_SUFFIX = ".trace.json"
+"""A folder's traces are its `*.trace.json` files (kineto's `tensorboard_trace_handler`
+writes `<worker>.<time>.pt.trace.json`): other JSON files beside captures are not taken for
+traces; name a trace file, or a glob, to read any other."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,14 @@ class Capture:
 
 
 def capture_format(path: Path | str) -> tuple[Format, bool] | None:
-    """The format and compression a file name says, or None for an unknown extension."""
+    """The format and compression a file name says, or None for an unknown extension (and for
+    `*.host.json`: the host of a capture beside it, never a trace)."""
     name = Path(path).name.lower()
     compressed = name.endswith(".gz")
     if compressed:
         name = name[:-3]
+    if name.endswith(HOST_SUFFIX):
+        return None
     for suffix, fmt in SUFFIXES.items():
         if name.endswith(suffix):
             return fmt, compressed
@@ -66,8 +74,8 @@ def find_captures(paths: Sequence[str | Path], *, cwd: Path | None = None,
     name = shown or (lambda p: str(p))
     out: dict[Path, Capture] = {}
     if not paths:
-        raise CaptureError("no capture files given: name CSV, JSON Lines or Parquet files, "
-                           "folders or globs")
+        raise CaptureError("no capture files given: name CSV, JSON Lines, Parquet or trace "
+                           "files, folders or globs")
     for given in paths:
         text = str(given)
         if _GLOB_CHARS & set(text):
@@ -85,7 +93,7 @@ def find_captures(paths: Sequence[str | Path], *, cwd: Path | None = None,
             continue
         path = Path(text) if os.path.isabs(text) else here / text
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and capture_format(p))
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _in_folder(p))
             if not found:
                 raise CaptureError(f"no capture file ({KNOWN}) in the folder", path=name(path))
             for file in found:
@@ -97,6 +105,13 @@ def find_captures(paths: Sequence[str | Path], *, cwd: Path | None = None,
             raise CaptureError(f"unknown capture format: expected {KNOWN}", path=name(path))
         _add(out, path, name)
     return list(out.values())
+
+
+def _in_folder(path: Path) -> bool:
+    """Whether a file below a folder given is a capture (see `FOLDER_TRACE_SUFFIX`)."""
+    found = capture_format(path)
+    return found is not None and (found[0] != "trace" or path.name.lower().removesuffix(
+        ".gz").endswith(FOLDER_TRACE_SUFFIX))
 
 
 def _add(out: dict[Path, Capture], path: Path, name: Any) -> None:

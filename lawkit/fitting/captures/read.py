@@ -48,6 +48,8 @@ from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
 from lawkit.fitting.captures.chunks import BoolArray, Chunk, ColumnSpec, clip
 from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
+from lawkit.fitting.captures.trace import TraceRows, read_traces
+from lawkit.fitting.captures.tracemap import no_mapping
 
 _BLOCK_BYTES = 16 << 20
 """The block size of a whole-file read (pyarrow parses one block per thread)."""
@@ -104,15 +106,34 @@ def read_chunks(capture: Capture, spec: ColumnSpec, *, chunk_rows: int | None = 
     `chunk_rows` rows. A CaptureError names the file for anything unreadable or missing."""
     if chunk_rows is not None and chunk_rows < 1:
         raise ValueError("chunk_rows must be at least 1")
+    if capture.format == "trace":
+        yield from _TraceReader(capture, spec, chunk_rows, file_index,
+                                _trace_rows([capture], spec)[0]).chunks()
+        return
     reader = {"csv": _CsvReader, "jsonl": _JsonReader, "parquet": _ParquetReader}[capture.format]
     yield from reader(capture, spec, chunk_rows, file_index).chunks()
 
 
 def read_captures(captures: Sequence[Capture], spec: ColumnSpec, *,
                   chunk_rows: int | None = None) -> Iterator[Chunk]:
-    """The rows of every capture file in order (see `read_chunks`)."""
+    """The rows of every capture file in order (see `read_chunks`); traces are read together,
+    as one set of ranks (`lawkit.fitting.captures.trace`)."""
+    traces: dict[int, TraceRows] | None = None
     for index, capture in enumerate(captures):
-        yield from read_chunks(capture, spec, chunk_rows=chunk_rows, file_index=index)
+        if capture.format != "trace":
+            yield from read_chunks(capture, spec, chunk_rows=chunk_rows, file_index=index)
+            continue
+        if traces is None:
+            indexes = [i for i, c in enumerate(captures) if c.format == "trace"]
+            traces = dict(zip(indexes, _trace_rows([captures[i] for i in indexes], spec),
+                              strict=True))
+        yield from _TraceReader(capture, spec, chunk_rows, index, traces[index]).chunks()
+
+
+def _trace_rows(captures: Sequence[Capture], spec: ColumnSpec) -> list[TraceRows]:
+    if spec.trace is None:
+        raise no_mapping(captures[0].shown)
+    return read_traces(captures, spec.trace, digest_length=spec.digest_length)
 
 
 # -- readers --------------------------------------------------------------------------------
@@ -131,8 +152,9 @@ class _Reader:
         self.metadata_digest: str | None = None
         self.note: str | None = None
         self.has_digest_column = False
-        self.line_numbers: list[int] | None = None
-        """Each row's file line, where rows and lines part (a JSON Lines file with blank lines)."""
+        self.row_places: list[str] | None = None
+        """Where each row is, in words, where its number does not say it (a JSON Lines file
+        with blank lines; a trace's steps)."""
         self.total_rows: int | None = None
         """Set by a reader that knows the file's row count before reading: the whole file is
         then read batch by batch into arrays of that length (peak memory: the arrays and one
@@ -202,9 +224,8 @@ class _Reader:
         chunk = Chunk(capture=self.capture, file_index=self.file_index, start=self.rows,
                       size=size, columns={}, digest=self.metadata_digest, spec=self.spec,
                       note=self.note)
-        if self.line_numbers is not None:
-            chunk.places = np.array([f"line {n}" for n in
-                                     self.line_numbers[self.rows:self.rows + size]], dtype=object)
+        if self.row_places is not None:
+            chunk.places = np.array(self.row_places[self.rows:self.rows + size], dtype=object)
         names = batch.schema.names
         for column in self.wanted():
             array = batch.column(names.index(column))
@@ -293,6 +314,29 @@ class _ParquetReader(_Reader):
             self.total_rows = int(parquet.metadata.num_rows)
         yield from parquet.iter_batches(batch_size=self.chunk_rows or _FILL_ROWS,
                                         columns=columns)
+
+
+class _TraceReader(_Reader):
+    """A trace's rows, made by its mapping (`lawkit.fitting.captures.trace`)."""
+
+    def __init__(self, capture: Capture, spec: ColumnSpec, chunk_rows: int | None,
+                 file_index: int, trace: TraceRows) -> None:
+        super().__init__(capture, spec, chunk_rows, file_index)
+        self.trace = trace
+
+    def batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        self.metadata_digest = self.trace.digest
+        self.note = self.trace.note
+        self.row_places = self.trace.places
+        self.check_columns(list(self.trace.columns))
+        arrays = {c: _python_array(self.trace.columns[c]) for c in self.wanted()}
+        table = pa.table(arrays) if arrays else pa.table({"": pa.nulls(len(self.row_places))})
+        if self.chunk_rows is None:
+            yield _single_batch(table)
+        else:
+            yield from table.to_batches(max_chunksize=self.chunk_rows)
 
 
 class _CsvReader(_Reader):
@@ -476,7 +520,7 @@ class _JsonReader(_Reader):
                     take()
         take()
         if lines and lines[-1] != len(lines):  # blank lines: row N is no longer line N
-            self.line_numbers = lines
+            self.row_places = [f"line {n}" for n in lines]
         if not row:
             raise self.fail("empty file: expected one JSON object per line" if self.note is None
                             else "no whole row: its only line is torn (a writer killed "
@@ -838,7 +882,8 @@ def _read_problem(exc: BaseException, capture: Capture) -> str:
         return "not UTF-8 text"
     if isinstance(exc, OSError) and exc.strerror:
         return f"cannot read: {exc.strerror}"
-    what = {"csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet"}[capture.format]
+    what = {"csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet",
+            "trace": "a trace"}[capture.format]
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return f"cannot read as {what}: {first}"
 
