@@ -13,7 +13,7 @@ then in a fresh process each:
   backend, streamed).
 
 It prints each one's wall time and peak RSS growth over the process's start (after imports),
-and the ratio lawkit/json.load. Targets (issue 41): no slower than 2x json.load; a 1 GB trace
+and the ratio lawkit/json.load. Targets: no slower than 2x json.load; a 1 GB trace
 read with a peak RSS growth under 256 MiB, the rows aside. What it measured is in
 docs/performance.md.
 """

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lawkit.config import Workspace
+from lawkit.errors import FitError
 from lawkit.fitting.captures.files import Capture, find_captures
 from lawkit.fitting.local import LocalRunner
 from lawkit.fitting.plan import (
@@ -91,6 +92,10 @@ def _fit_laws(request: FitRequest, ws: Workspace) -> FitReport:
     if request.dask is None:
         with LocalRunner(found, spec, request) as local:
             return _fit_with(local, request, ws, existing, specs, found)
+    if any(c.format == "trace" for c in found):
+        # a trace's ranks are matched across its files, which a task a file cannot do
+        raise FitError("a trace is read in this process, not on a Dask cluster: drop --dask "
+                       "(a trace's rows are few: one a step)")
     from lawkit.fitting import distributed
 
     with distributed.connect(request.dask) as client:

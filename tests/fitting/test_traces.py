@@ -303,6 +303,30 @@ def test_a_rank_missing_a_step_is_an_error_naming_it(tmp_path: Path) -> None:
                          "same steps (or ranks = \"rows\" in the mapping)"), line
 
 
+def test_features_come_from_args_too_and_pyproject_names_its_table(tmp_path: Path) -> None:
+    (tmp_path / "lawkit.toml").unlink()
+    table = MAPPING.replace("[trace]", "[tool.lawkit.trace]").replace(
+        "[[trace.steps]]", "[[tool.lawkit.trace.steps]]")
+    (tmp_path / "pyproject.toml").write_text('[tool.lawkit]\nlaws = "."\n\n' + table +
+                                             'args = { iteration = "iteration" }\n')
+    write(tmp_path / "t.json", steps())
+    result = fit("t.json", "--formula", "schedule_s ~ 1 + iteration", "--captured-on", DIGEST,
+                 "--out", "a.yaml")
+    assert result.exit_code == 0, result.output
+    assert terms("a.yaml", "schedule_s")["iteration"] == pytest.approx(1e-5)
+    (tmp_path / "pyproject.toml").write_text('[tool.lawkit]\nlaws = "."\n[tool.lawkit.trace]\n')
+    line = error_line(fit("t.json", "--formula", "schedule_s ~ 1", "--captured-on", DIGEST,
+                          "--out", "a.yaml"))
+    assert "pyproject.toml [tool.lawkit.trace]: steps: expected one" in line, line
+
+
+def test_a_trace_is_not_read_on_a_dask_cluster(tmp_path: Path) -> None:
+    write(tmp_path / "t.json", steps())
+    line = error_line(fit("t.json", "--formula", "schedule_s ~ 1", "--captured-on", DIGEST,
+                          "--dask", "local:1", "--out", "a.yaml"))
+    assert "a trace is read in this process, not on a Dask cluster: drop --dask" in line
+
+
 def test_score_reads_a_trace_by_the_workspaces_mapping(tmp_path: Path) -> None:
     write(tmp_path / "t.json", steps())
     assert fit("t.json", "--formula", "schedule_s ~ 1 + batch_size", "--captured-on", DIGEST,
