@@ -1,19 +1,27 @@
 """What `lawkit footprint record` costs a threaded serving engine's short host regions.
 
 Run: .venv-3.12/bin/python bench/footprint_threads.py [--rounds 7] [--steps 150]
-     [--tree LABEL=PATH ...] (needs `pip install markdown`; no GPU)
+     [--shapes threaded,single,polling] [--tree LABEL=PATH ...] (needs `pip install markdown`;
+     no GPU)
 
 The engine is Python-Markdown, copied into a temp workspace whose digest hashes it. A step runs
 four regions of real engine code, each a Markdown conversion of its own document with its own
 extensions, of about 0.1, 0.25, 1 and 4 ms on a 2024 server core: ``schedule_s`` (plain text),
 ``update_s`` (tables), ``prepare_s`` (fenced code, tables, toc), ``forward_s`` (extra, toc).
-Two shapes:
+Three shapes:
 
 - ``threaded``: the step loop runs in a background thread (the engine's), fed by the main
   thread through a queue; the main thread blocks on the result queue between submissions and
   runs engine code itself every 10th step (a request's own conversion, no region open), as a
   serving engine's API thread does;
-- ``single``: the same step loop on the main thread.
+- ``single``: the same step loop on the main thread;
+- ``polling``: as ``threaded``, but the main thread polls the result queue
+  (``get_nowait``, then ``time.sleep(0.0002)``, as a socket poll loop does) instead of
+  blocking in it: a thread lawkit must count as live, in steps with no region open, so the
+  code the engine thread runs in a region fires on every call until it has also run there
+  (docs/footprints.md, Threads). This shape also prints what one recorder callback costs:
+  lawkit's recorded minus bare region time over the callbacks ``footprint record`` reports
+  for the region (``lawkit.footprint.cost.CALLBACK_NS`` is this figure).
 
 Each run first warms up through the same step code (5 steps, regions entered at start-up),
 then calls ``lawkit.footprint.phase("steps")`` and runs the same steps (at least 150, the same
@@ -58,7 +66,7 @@ from pathlib import Path
 
 REGIONS = ("schedule_s", "update_s", "prepare_s", "forward_s")
 VARIANTS = ("bare", "A/A", "floor", "lawkit", "idle hook")
-SHAPE_VARIANTS = {"threaded": VARIANTS, "single": VARIANTS[:-1]}
+SHAPE_VARIANTS = {"threaded": VARIANTS, "single": VARIANTS[:-1], "polling": VARIANTS[:-1]}
 
 HARNESS = r'''
 import json, queue, sys, threading, time
@@ -131,8 +139,17 @@ def request():
     md.reset()
     return md.convert(text)
 
+def poll(results):
+    """Wait for a result as a poll loop does: never blocked in one of threading's waits."""
+    while True:
+        try:
+            return results.get_nowait()
+        except queue.Empty:
+            time.sleep(0.0002)
+
 WARMUP = 5
-if shape == "threaded":
+if shape in ("threaded", "polling"):
+    wait = poll if shape == "polling" else queue.Queue.get
     jobs, done = queue.Queue(), queue.Queue()
     def engine():
         while True:
@@ -144,7 +161,7 @@ if shape == "threaded":
     thread = threading.Thread(target=engine, name="engine")
     thread.start()
     for _ in range(WARMUP):
-        jobs.put(False); done.get()
+        jobs.put(False); wait(done)
     if variant == "hooked":  # a per-thread watch of the idle thread, recording nothing
         sys.setprofile(lambda frame, event, arg: None)
     fp.phase("steps")
@@ -152,7 +169,7 @@ if shape == "threaded":
         jobs.put(True)
         if i % 10 == 0:
             request()  # the API thread runs engine code itself, no region open
-        done.get()
+        wait(done)
     jobs.put(None)
     thread.join()
 else:
@@ -191,13 +208,16 @@ def _run(root: Path, shape: str, variant: str, steps: int,
     mode = "bare" if recorded or variant == "A/A" else \
         {"idle hook": "hooked"}.get(variant, variant)
     bare = [sys.executable, "harness.py", str(out), shape, mode, str(steps)]
-    argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--out", "fp.json", "--",
-             *bare] if recorded else bare)
+    argv = ([sys.executable, "-m", "lawkit", "footprint", "record", "--json", "--out",
+             "fp.json", "--", *bare] if recorded else bare)
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
-    subprocess.run(argv, cwd=root, check=True, capture_output=True, env=env)
+    done = subprocess.run(argv, cwd=root, check=True, capture_output=True, env=env, text=True)
     doc: dict[str, object] = json.loads(out.read_text())
+    if recorded:  # the recorder's callbacks in steps, by region, where it reports them
+        cost = json.loads(done.stdout).get("cost", [])
+        doc["callbacks"] = {c["region"]: c["callbacks"] for c in cost}
     return doc
 
 
@@ -212,22 +232,32 @@ def measure(root: Path, shape: str, rounds: int, steps: int,
             trees: dict[str, str] | None = None,
             skip: frozenset[str] = frozenset()) -> dict[str, dict[str, float]]:
     """Per variant and region, the median over steps and rounds of the paired ratio to bare;
-    and ``"bare ms"``: each region's median bare time."""
+    ``"bare ms"``: each region's median bare time; and ``"ns per callback"`` (``"all"``):
+    lawkit's recorded minus bare time in the regions over the callbacks it fired there, where
+    it fired any."""
     trees = trees or {}
     variants = _variants(shape, trees, skip)
     ratios: dict[str, dict[str, list[float]]] = {v: {r: [] for r in REGIONS} for v in variants}
     bare_ms: dict[str, list[float]] = {r: [] for r in REGIONS}
+    extra_ns, callbacks = 0, 0
     for _ in range(rounds):
         runs = {v: _run(root, shape, v, steps, trees) for v in variants}
         base: dict[str, list[int]] = runs["bare"]  # type: ignore[assignment]
+        fired: dict[str, int] = runs["lawkit"].get("callbacks", {})  # type: ignore[assignment]
         for region in REGIONS:
             bare_ms[region].extend(t / 1e6 for t in base[region])
             for variant in variants[1:]:
                 times: dict[str, list[int]] = runs[variant]  # type: ignore[assignment]
                 ratios[variant][region].extend(
                     t / b for t, b in zip(times[region], base[region], strict=True))
+            if fired.get(region):
+                recorded: dict[str, list[int]] = runs["lawkit"]  # type: ignore[assignment]
+                extra_ns += sum(recorded[region]) - sum(base[region])
+                callbacks += fired[region]
     result = {v: {r: statistics.median(ratios[v][r]) for r in REGIONS} for v in variants[1:]}
     result["bare ms"] = {r: statistics.median(bare_ms[r]) for r in REGIONS}
+    if callbacks:
+        result["ns per callback"] = {"all": extra_ns / callbacks, "callbacks": callbacks}
     return result
 
 
@@ -251,7 +281,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--shapes", default="threaded,single")
+    parser.add_argument("--shapes", default="threaded,single,polling")
     parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH",
                         help="also record with the lawkit of source tree PATH (a git worktree "
                              "of another commit), as variant LABEL, in the same rounds")
@@ -285,6 +315,10 @@ def main() -> int:
             for region in REGIONS:
                 print(f"  {region:10} {result['bare ms'][region]:8.3f} {counts[region]:6} " +
                       " ".join(f"{result[v][region]:8.3f}x" for v in variants))
+            per = result.get("ns per callback")
+            if per:
+                print(f"  lawkit: {per['all']:.0f} ns per callback ({per['callbacks']:,.0f} "
+                      "callbacks in the regions' steps, all rounds)")
     return 0
 
 

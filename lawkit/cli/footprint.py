@@ -53,7 +53,10 @@ def record(
 
     The main process starts in the `startup` phase; `lawkit.footprint.phase("steps")` switches
     it, and `lawkit.footprint.region(name)` (or `lawkit.capture`) marks the regions of a step;
-    every other process counts as `steps`. Exit 0 when written; 2, writing nothing, when a
+    every other process counts as `steps`. It then reports its own cost: per region, the
+    recorder's callbacks in steps and the threads that kept code armed, estimated against the
+    region's time in the captures the run wrote under the working directory, with a warning
+    naming the cause and the remedy past 5%. Exit 0 when written; 2, writing nothing, when a
     process left no data or could not be measured, COMMAND failed, nothing hashed ran, or code
     that is not a hashed file ran from the engine's folders.
     """
@@ -61,15 +64,63 @@ def record(
 
     def body() -> int:
         from lawkit.config import load_workspace
+        from lawkit.footprint.cost import record_cost
         from lawkit.footprint.record import record_footprint
+        from lawkit.footprint.runcaptures import RunCaptures, region_seconds
 
         ws = load_workspace(config=config, engine=engine)
+        captures = RunCaptures.before(Path.cwd())
         report = record_footprint(ws, command, out.absolute())
+        cost = record_cost(report.events, report.armed_threads,
+                           region_seconds(captures.column_times()))
         if json:
-            print_json(report.to_json())
+            print_json({**report.to_json(), "cost": cost.to_json()})
         elif not quiet:
-            for line in report.lines():
+            for line in [*report.lines(), *cost.lines()]:
                 typer.echo(line)
+        warning = cost.warning()
+        if warning:
+            typer.echo(f"lawkit footprint record: {warning}", err=True)
+        return 0
+
+    run(body)
+
+
+@footprint_app.command()
+def overhead(
+    command: Annotated[list[str], typer.Argument(
+        help="The capture harness to measure, after `--` (say: -- python run_captures.py); "
+        "it writes its captures with lawkit.capture under the working directory.",
+        show_default=False)],
+    runs: Annotated[int, typer.Option(
+        "--runs", help="Recorded runs, each between two bare ones.")] = 5,
+    engine: EngineOption = None,
+    quiet: QuietOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Measure what recording costs each region of a capture harness: recorded/bare, with the
+    A/A beside it.
+
+    COMMAND runs bare and under `footprint record` in turn; each region's times are read from
+    the captures each run wrote, and bare/bare (the A/A) is the machine's noise. The runs
+    alternate, bare first and last; per region, the median over runs of each recorded
+    run's median step time against the bare runs either side of it. The captures are put back
+    as they were after every run. It also prints the recorder's own estimate of its cost, and
+    its warning past 5%. Exit 0 when measured; 2 when a run failed or wrote no captures.
+    """
+
+    def body() -> int:
+        from lawkit.config import load_workspace
+        from lawkit.footprint.overhead import measure_overhead
+
+        ws = load_workspace(config=config, engine=engine)
+        report = measure_overhead(ws, command, runs)
+        if not quiet:
+            for line in [*report.lines(), *report.cost.lines()]:
+                typer.echo(line)
+        warning = report.cost.warning()
+        if warning:
+            typer.echo(f"lawkit footprint overhead: {warning}", err=True)
         return 0
 
     run(body)

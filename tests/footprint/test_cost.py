@@ -1,0 +1,42 @@
+"""The recorder's cost, estimated from its event counts against the regions' captured time."""
+
+from __future__ import annotations
+
+from lawkit.footprint.cost import CALLBACK_NS, record_cost
+
+
+def test_a_region_past_five_percent_gets_one_warning_naming_the_polling_thread_and_the_remedy(
+) -> None:
+    # 400,000 callbacks in sample_s against 0.2 s captured; schedule_s fired almost nothing
+    cost = record_cost({"sample_s": {"PY_START": 390_000, "PY_RESUME": 10_000},
+                        "schedule_s": {"PY_START": 12}},
+                       {"sample_s": ["MainThread"]}, {"sample_s": 0.2, "schedule_s": 0.5})
+    sample = cost.regions[0]
+    assert (sample.region, sample.callbacks, sample.threads) == ("sample_s", 400_000,
+                                                                  ("MainThread",))
+    assert sample.share == 400_000 * CALLBACK_NS / 1e9 / 0.2
+    warning = cost.warning()
+    assert warning is not None and "\n" not in warning
+    assert f"recording took about {sample.share:.0%} of sample_s's time in the captures " \
+        "(estimated from its callbacks)" in warning
+    assert "thread MainThread kept region sample_s's code armed: it polls instead of blocking" \
+        in warning
+    assert "Queue.get" in warning and "schedule_s" not in warning
+    assert cost.lines()[0].startswith("recorder cost: sample_s: 400,000 callbacks in steps "
+                                      "(code kept armed by MainThread), about ")
+
+
+def test_a_cheap_recording_and_one_without_captures_warn_of_nothing() -> None:
+    cheap = record_cost({"sample_s": {"PY_START": 10}}, {}, {"sample_s": 0.2})
+    assert cheap.warning() is None and cheap.regions[0].share is not None
+    uncaptured = record_cost({"sample_s": {"PY_START": 10**7}}, {"sample_s": ["poller"]}, {})
+    assert uncaptured.warning() is None
+    assert uncaptured.lines() == [
+        "recorder cost: sample_s: 10,000,000 callbacks in steps (code kept armed by poller), "
+        f"about {10**7 * CALLBACK_NS / 1e6:.3g} ms (no capture of the run timed it)"]
+
+
+def test_a_costly_region_no_thread_kept_armed_names_the_callbacks_instead() -> None:
+    warning = record_cost({"update_s": {"PY_START": 10**6}}, {}, {"update_s": 0.1}).warning()
+    assert warning is not None and "1,000,000 callbacks in steps" in warning
+    assert "polls" not in warning
