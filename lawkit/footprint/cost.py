@@ -53,7 +53,7 @@ class RegionCost:
         of its 112 ms in the captures (86%)``."""
         name = "steps with no region open (*)" if self.region == ANY_REGION else self.region
         armed = f" (code kept armed by {', '.join(self.threads)})" if self.threads else ""
-        against = (f" of its {_ms(self.seconds)} in the captures ({self.share:.0%})"
+        against = (f" of its {_ms(self.seconds)} in the captures ({_part(self.share)})"
                    if self.share is not None and self.seconds is not None else
                    " (no capture of the run timed it)")
         return (f"{name}: {self.callbacks:,} callbacks in steps{armed}, about "
@@ -84,8 +84,8 @@ class RecordCost:
         if not over:
             return None
         worst = over[0]
-        also = "".join(f", {r.region} {r.share:.0%}" for r in over[1:])
-        head = (f"warning: recording took about {worst.share:.0%} of {worst.region}'s time in "
+        also = "".join(f", {r.region} {_part(r.share)}" for r in over[1:])
+        head = (f"warning: recording took about {_part(worst.share)} of {worst.region}'s time in "
                 f"the captures{also} (estimated from its callbacks), so times captured while "
                 "recording are inflated: ")
         if worst.threads:
@@ -102,6 +102,12 @@ class RecordCost:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
+
+
+def _part(share: float | None) -> str:
+    """A share of a region's time; past all of it (the per-callback cost is a round figure,
+    measured on another machine), "all"."""
+    return "all" if share is not None and share >= 1 else f"{share or 0:.0%}"
 
 
 def record_cost(events: Mapping[str, Mapping[str, int]],
