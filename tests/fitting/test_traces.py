@@ -362,6 +362,11 @@ BAD_TRACES: dict[str, tuple[bytes, str]] = {
                                .encode(), "t.json: no range matches region 'schedule_s' (name "
                                "'schedule' in lawkit.toml [trace]): fix the pattern, or drop "
                                "the region"),
+    "an event that is no object": (b'{"traceEvents": [1]}', "t.json: event 1 is not an "
+                                   "object"),
+    "a number beyond a float": (b'[{"ph": "X", "name": "decode[bs=1]", "ts": 1e400, "dur": 1}]',
+                                "t.json: not valid JSON: parse error: numeric (floating point) "
+                                "overflow"),
     "a bad ts": (json.dumps([event("decode[bs=1]", "soon", 1)]).encode(),  # type: ignore[arg-type]
                  "t.json: the X event 'decode[bs=1]' has ts 'soon': expected a number of "
                  "microseconds"),
@@ -400,6 +405,17 @@ def test_a_bad_mapping_is_one_line_naming_its_key(tmp_path: Path, case: str) -> 
     line = error_line(fit("t.json", "--formula", "schedule_s ~ 1", "--captured-on", DIGEST,
                           "--out", "a.yaml"))
     assert "lawkit.toml [trace]" in line and expected in line, line
+
+
+def test_pids_and_tids_of_any_json_type_are_threads_not_a_crash(tmp_path: Path) -> None:
+    events = steps()
+    for e in events:
+        e["pid"], e["tid"] = [e["pid"]], {"stream": 7}
+    write(tmp_path / "t.json", events)
+    result = fit("t.json", "--formula", "schedule_s ~ 1 + batch_size", "--captured-on", DIGEST,
+                 "--out", "a.yaml")
+    assert result.exit_code == 0, result.output
+    assert terms("a.yaml", "schedule_s")["batch_size"] == pytest.approx(1e-5)
 
 
 def test_a_trace_without_a_mapping_says_where_to_write_one(tmp_path: Path) -> None:

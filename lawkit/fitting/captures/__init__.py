@@ -13,5 +13,6 @@ above it:
     read     the readers: `read_chunks` reads the columns a `ColumnSpec` names as `Chunk`s,
              streamed or whole, and `chunk_from_columns` makes one of rows in memory
 
-May import: `lawkit.config` and `lawkit.errors`; nothing else of `lawkit`.
+May import: `lawkit.config`, `lawkit.errors` and `lawkit.capture` (what the writer refuses,
+the reader refuses; its host files are no captures); nothing else of `lawkit`.
 """

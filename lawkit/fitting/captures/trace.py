@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import itertools
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,18 +142,19 @@ def _read_file(capture: Capture, index: int, mapping: TraceMapping,
                 role = roles[name] = _role(name, mapping)
             category = event.get("cat")
             out.categories[category] = out.categories.get(category, 0) + 1
-            if ph == "B":
-                thread = (event.get("pid"), event.get("tid"))
+            if ph == "B":  # every B kept, as the E events name none: a mark, or the range's
+                kept = role is not None and wants(category)
+                thread = _thread(event)
                 open_ranges.setdefault(thread, []).append(
-                    (_time(event, "ts", capture), next(order), "B",
-                     name if role is not None and wants(category) else None, event.get("args")))
+                    (_time(event, "ts", capture), next(order), "B", name if kept else None,
+                     event.get("args") if kept else None))
                 continue
             if role is None or not wants(category):
                 continue
             ts = _time(event, "ts", capture)
-            _add(out, role, event, name, ts, ts + _time(event, "dur", capture), mapping)
+            _add(out, role, event, name, ts, ts + _time(event, "dur", capture))
         elif ph == "E":
-            thread = (event.get("pid"), event.get("tid"))
+            thread = _thread(event)
             open_ranges.setdefault(thread, []).append(
                 (_time(event, "ts", capture), next(order), "E", None, None))
     if not out.events:
@@ -179,10 +181,21 @@ def _role(name: Any, mapping: TraceMapping) -> tuple[int, tuple[str, ...]] | Non
     return (kind, regions) if kind >= 0 or regions else None
 
 
-def _add(out: _File, role: Any, event: dict[str, Any], name: Any,
-         ts: float, end: float, mapping: TraceMapping) -> None:
+def _thread(event: dict[str, Any]) -> tuple[Any, Any]:
+    """An event's (pid, tid); a value that is no number or text as its JSON text (a key)."""
+    pid, tid = event.get("pid"), event.get("tid")
+    if not isinstance(pid, (int, str)) or isinstance(pid, bool):
+        pid = json.dumps(pid)
+    if not isinstance(tid, (int, str)) or isinstance(tid, bool):
+        tid = json.dumps(tid)
+    return pid, tid
+
+
+def _add(out: _File, role: Any, event: dict[str, Any], name: Any, ts: float,
+         end: float) -> None:
+    """A range the mapping names: a step, a region's range, or both."""
     kind, regions = role
-    thread = (event.get("pid"), event.get("tid"))
+    thread = _thread(event)
     if kind >= 0:
         args = event.get("args")
         out.steps.append(_Step(rank=(out.index, thread[0]), tid=thread[1],
@@ -206,7 +219,7 @@ def _pair(out: _File, thread: tuple[Any, Any], marks: list[tuple[float, int, str
             if name is not None:
                 role = roles.get(name) or _role(name, mapping)
                 event = {"pid": thread[0], "tid": thread[1], "args": begin[4]}
-                _add(out, role, event, name, begin[0], mark[0], mapping)
+                _add(out, role, event, name, begin[0], mark[0])
     for begin in stack:
         if begin[3] is not None:
             raise CaptureError(f"the B event of {begin[3]!r} at ts {begin[0]} (pid {thread[0]}, "
@@ -234,8 +247,10 @@ def _events(capture: Capture) -> Iterator[Any]:
         try:
             yield from ijson.items(f, "item" if bare else "traceEvents.item", use_float=True)
         except ijson.IncompleteJSONError as exc:
-            if not (bare and "premature EOF" in str(exc)):
-                raise CaptureError(f"not valid JSON: {_first_line(exc)}: is the trace whole?",
+            cut = "premature EOF" in str(exc)
+            if not (bare and cut):
+                whole = ": is the trace whole?" if cut else ""
+                raise CaptureError(f"not valid JSON: {_first_line(exc)}{whole}",
                                    path=capture.shown) from None
         except ijson.JSONError as exc:
             raise CaptureError(f"not valid JSON: {_first_line(exc)}",
