@@ -180,6 +180,10 @@ def diff(
                 typer.echo(line)
             if report.note():
                 typer.echo(f"note: {report.note()}", err=True)
+            if report.env is not None and report.env.changes:
+                typer.echo("note: this compares the environment the footprint recorded, not "
+                           "the baselines law files accepted (rekey --accept-env): lawkit check "
+                           "judges the law files", err=True)
         return 0 if report.verdict == "untouched" else 1
 
     run(body)

@@ -48,12 +48,31 @@ class UnitChange:
     """The regions it ran in at start-up (``"*"``: no region open)."""
     body: bool = False
     """A module body or class shell: it defines state for every region."""
+    beside: str | None = None
+    """For a new unit: the class shell or module body holding it that ran (why it counts)."""
 
     def to_json(self) -> dict[str, Any]:
         """The unit as in `footprint diff --json`."""
         return {"path": self.path, "unit": self.unit, "change": self.change,
                 "phases": list(self.phases), "regions": list(self.regions),
-                "counts_as": self.counts_as, "layout_only": self.layout_only}
+                "counts_as": self.counts_as, "layout_only": self.layout_only,
+                **({"why": why} if (why := self.reason()) else {})}
+
+    def reason(self) -> str:
+        """Why the unit counts for every region where that is not plain from how it ran, as a
+        person says it: a new unit beside code that ran, a run with no region open ("" for
+        the rest: a module body or class shell, and code run only at start-up, count for every
+        region by the rule itself)."""
+        if self.change == "new":
+            return f"beside {self.beside}, which ran" if self.beside is not None else ""
+        if self.body:
+            return ""
+        if self.counts_as == "steps" and ANY_REGION in self.regions:
+            return "in steps with no region open"
+        if self.counts_as == "startup" and "steps" in self.phases and \
+                ANY_REGION in self.startup_regions:
+            return "at start-up with no region open"
+        return ""
 
     def ran(self) -> str:
         """How the unit ran, as a person says it: ``ran in steps``, ``never ran``, ``new``."""
@@ -65,9 +84,11 @@ class UnitChange:
                                      for p in self.phases)
 
     def line(self) -> str:
-        """One line of `footprint diff`'s text output."""
+        """One line of `footprint diff`'s text output, with why the unit counts for every
+        region where it does."""
+        why = self.reason()
         return printable(f"{self.change:<8} {self.path}  {self.unit}  {self.ran()}: counts as "
-                         f"{self.counts_as}")
+                         f"{self.counts_as}" + (f" ({why})" if why else ""))
 
 
 def counts_as(phases: Iterable[str], layout_only: bool = False) -> str:

@@ -85,7 +85,8 @@ class FootprintDiff:
         if len(self.units) <= _NAMED:
             return printable(text + ": " + ", ".join(
                 f"{u.unit} ({'gone, ' if u.change == 'absent' else ''}{u.ran()}"
-                f"{', layout only' if u.counts_as == LAYOUT_ONLY else ''})"
+                f"{', layout only' if u.counts_as == LAYOUT_ONLY else ''}"
+                f"{f', {why}' if (why := u.reason()) else ''})"
                 for u in self.units))
         counted = [(n, what) for what in ("steps", "startup", "not run", LAYOUT_ONLY)
                    if (n := sum(1 for u in self.units if u.counts_as == what))]
@@ -191,11 +192,11 @@ def _file_changes(path: str, recorded: Mapping[str, UnitRecord], source: bytes, 
                                       rec.startup_regions, unit.kind in ("module", "class")))
     for unit in now:
         if unit.qualname not in recorded:
-            holder_ran = any(recorded[h].phases for h in _holders(unit, by_name)
-                             if h in recorded)
+            ran = next((h for h in _holders(unit, by_name)
+                        if h in recorded and recorded[h].phases), None)
             changes.append(UnitChange(path, unit.qualname, "new", (),
-                                      "steps" if holder_ran else "not run",
-                                      body=unit.kind != "function"))
+                                      "steps" if ran is not None else "not run",
+                                      body=unit.kind != "function", beside=ran))
     return changes
 
 

@@ -107,7 +107,23 @@ def test_the_verdict_line_says_what_changed_as_a_person_would(engine: Path) -> N
     head = _diff()[1].splitlines()[0]
     assert head.startswith("steps: ")
     assert head.endswith(", 2 units changed, 1 new: Scheduler (ran at start-up), "
-                         "Scheduler.debug_dump (never ran), Scheduler.pause (new)")
+                         "Scheduler.debug_dump (never ran), Scheduler.pause (new, beside "
+                         "Scheduler, which ran)")  # why a never-called method counts: its class
+
+
+def test_a_unit_that_counts_for_every_region_says_why() -> None:
+    """A verdict that moved every law said only `ran in steps`: code run with no region open
+    (main-thread code outside any region) counts for every region."""
+    outside = UnitChange("a.py", "poll", "changed", ("steps",), "steps", regions=("*",))
+    warm = UnitChange("a.py", "warm", "changed", ("startup", "steps"), "startup",
+                      regions=("sample_s",), startup_regions=("*",))
+    inside = UnitChange("a.py", "sample", "changed", ("steps",), "steps", regions=("sample_s",))
+    assert outside.line() == ("changed  a.py  poll  ran in steps: counts as steps (in steps "
+                              "with no region open)")
+    assert warm.line().endswith("counts as startup (at start-up with no region open)")
+    assert inside.line().endswith("counts as steps")
+    assert FootprintDiff("steps", "d1", "d2", "atom", (outside,)).summary() == \
+        "1 unit changed: poll (ran in steps, in steps with no region open)"
 
 
 def test_a_summary_of_many_units_counts_them_by_what_they_count_as() -> None:

@@ -184,3 +184,26 @@ def test_a_change_that_carries_its_own_environment_acceptance_is_a_finding(
     found = findings_of()
     assert any(f["path"] == "laws/host.yaml" and "appends a rekey entry accepting an "
                "environment" in f["message"] for f in found), found
+
+
+def test_footprint_diff_says_it_compares_the_footprint_as_recorded_and_names_check(
+        repo: Path) -> None:
+    """`footprint diff` still said steps after rekey --accept-env accepted the difference, while
+    check passed, and said nothing of why."""
+    write_lock(repo, {**LOCK, "torchlike": "2.12.0"})
+    assert lawkit("rekey", "--accept-env", "--env", "requirements.txt", "--why", "w").exit_code == 0
+    assert lawkit("check", "--env", "requirements.txt").exit_code == 0
+    diffed = lawkit("footprint", "diff", "fp.json", "--env", "requirements.txt")
+    assert diffed.exit_code == 1
+    assert diffed.stderr.splitlines() == [
+        "note: this compares the environment the footprint recorded, not the baselines law "
+        "files accepted (rekey --accept-env): lawkit check judges the law files"]
+
+
+def test_check_json_lists_each_file_s_verdict_and_its_laws(repo: Path) -> None:
+    write_lock(repo, {**LOCK, "torchlike": "2.12.0"})
+    doc = json.loads(lawkit("check", "--json", "--env", "requirements.txt").stdout)
+    assert doc["verdicts"]["laws/host.yaml"]["verdict"] == "steps"
+    assert {f'{law["name"]} ({law["target"]})': law["verdict"]
+            for law in doc["verdicts"]["laws/host.yaml"]["laws"]} == {
+        SAMPLING: "steps", SCHEDULING: "untouched"}
