@@ -67,10 +67,11 @@ class UnitChange:
             return f"beside {self.beside}, which ran" if self.beside is not None else ""
         if self.body:
             return ""
-        if self.counts_as == "steps" and ANY_REGION in self.regions:
+        if self.counts_as not in ("steps", "startup"):
+            return ""
+        if "steps" in self.phases and ANY_REGION in self.regions:
             return "in steps with no region open"
-        if self.counts_as == "startup" and "steps" in self.phases and \
-                ANY_REGION in self.startup_regions:
+        if {"startup", "steps"} <= set(self.phases) and ANY_REGION in self.startup_regions:
             return "at start-up with no region open"
         return ""
 
@@ -209,8 +210,12 @@ class EnvUnit:
                           startup_regions=self.startup_regions)
 
     def line(self) -> str:
-        """``changed  dist torch 2.11.0 -> 2.12.0  ran in steps (regions sample_s)``."""
-        return change_line(self.change, self.phases, self.regions)
+        """``changed  dist torch 2.11.0 -> 2.12.0  ran in steps (regions sample_s)``, and why
+        it counts for every law where it does (``; at start-up with no region open: every
+        law``: imported at module level, say, and called in one region)."""
+        why = "" if self.change.kind == "python" else self.unit().reason()
+        line = change_line(self.change, self.phases, self.regions)
+        return f"{line}; {why}: every law" if why else line
 
     def to_json(self) -> dict[str, Any]:
         """The difference as in ``--json`` outputs."""
@@ -233,16 +238,16 @@ class EnvComparison:
     configuration) or the footprint did not record (before schema 3)."""
 
     def lines(self) -> list[str]:
-        """One line per difference; or one saying the environment was not compared, or that
-        no distribution that ran differs; then the notes."""
+        """One line per difference, or one saying that no distribution that ran differs; the
+        notes; then the line naming code from no distribution, when it makes laws unknown (or
+        one line saying the environment was not compared)."""
         if self.source is None:
             return [NOT_COMPARED]
         out = [e.line() for e in self.changes]
         unknown = self.unpackaged_line()
-        if unknown is not None:
-            out.append(unknown)
-        return (out or [printable(f"environment: no distribution that ran differs in "
-                                  f"{self.source}")]) + list(self.notes)
+        if not out and unknown is None:
+            out = [printable(f"environment: no distribution that ran differs in {self.source}")]
+        return out + list(self.notes) + ([unknown] if unknown is not None else [])
 
     def unpackaged_line(self) -> str | None:
         """Where strict, the one line saying which code from no distribution

@@ -207,3 +207,19 @@ def test_check_json_lists_each_file_s_verdict_and_its_laws(repo: Path) -> None:
     assert {f'{law["name"]} ({law["target"]})': law["verdict"]
             for law in doc["verdicts"]["laws/host.yaml"]["laws"]} == {
         SAMPLING: "steps", SCHEDULING: "untouched"}
+
+
+def test_a_distribution_imported_at_start_up_with_no_region_open_says_it_moves_every_law(
+        repo: Path) -> None:
+    """Its line said only `(regions sample_s)` while every other law read startup."""
+    (repo / "fp2.json").write_bytes(footprint_bytes({
+        "torchlike": DistRecord("2.11.0", "r1", None, ("startup", "steps"), ("sample_s",),
+                                ("*",))}))
+    write_lock(repo, {**LOCK, "torchlike": "2.12.0"})
+    text = lawkit("footprint", "diff", "fp.json", "--env", "requirements.txt").stdout
+    assert ("changed  dist torchlike 2.11.0 -> 2.12.0  ran at start-up and in steps (regions "
+            "sample_s)") in text.splitlines()  # its start-up run was inside sample_s
+    moved = lawkit("footprint", "diff", "fp2.json", "--env", "requirements.txt")
+    assert ("changed  dist torchlike 2.11.0 -> 2.12.0  ran at start-up and in steps (regions "
+            "sample_s); at start-up with no region open: every law") in \
+        moved.stdout.splitlines(), moved.output
