@@ -156,13 +156,16 @@ def test_the_recording_places_each_distribution_and_the_laws_name_it(recorded: P
     assert laws.count("footprint: {path: \"footprint.json\"") == 2  # each fit names it
 
 
-def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) -> None:
+def test_a_lock_bump_of_a_distribution_first_imported_in_a_region_moves_every_law(
+        ws: Path) -> None:
+    """pickfast is imported inside the sampler's region: its module bodies ran in steps, which
+    count as "*"; a lock file shows no content, so every unit of it counts as changed."""
     bump(ws, pickfast="1.1")
-    moved = "changed  dist pickfast 1.0 -> 1.1  ran in steps (regions sampler_s)"
+    moved = ("changed  dist pickfast 1.0 -> 1.1  ran in steps (regions *, sampler_s); in steps "
+             "with no region open: every law")
     code, regions, doc = diff_regions("--env", "requirements.txt")
     assert code == 1
-    assert regions == {"prepare_inputs_s": "untouched", "process_model_outputs_s": "untouched",
-                       "sampler_s": "steps", "schedule_s": "untouched"}
+    assert set(regions.values()) == {"steps"}
     assert [(c["name"], c["old"], c["new"]) for c in doc["environment"]["changes"]] == [
         ("pickfast", "1.0", "1.1")]
     assert moved in lawkit("footprint", "diff", "footprint.json", "--env",
@@ -172,7 +175,7 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     assert result.exit_code == 1, result.output
     problem, fix = result.stdout.splitlines()
     assert problem.startswith(f"laws/a100.yaml: environment: {moved}: ")
-    assert check_verdicts(problem) == {SAMPLER_LAW: "steps"}  # the laws it moves, no other
+    assert check_verdicts(problem) == dict.fromkeys(LAWS, "steps")
     assert fix == ("fix: lawkit fit CAPTURE... --out laws/a100.yaml, or if the laws still hold: "
                    "lawkit rekey --accept-env --env requirements.txt --why TEXT laws/a100.yaml")
     as_json = json.loads(lawkit("check", "--json").stdout)
@@ -183,8 +186,7 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     verdicts = as_json["verdicts"]
     assert list(verdicts) == ["laws/a100.yaml"] and verdicts["laws/a100.yaml"]["verdict"] == "steps"
     assert {f'{law["name"]} ({law["target"]})': law["verdict"]
-            for law in verdicts["laws/a100.yaml"]["laws"]} == {
-        **dict.fromkeys(SCHEDULER_LAWS, "untouched"), SAMPLER_LAW: "steps"}
+            for law in verdicts["laws/a100.yaml"]["laws"]} == dict.fromkeys(LAWS, "steps")
     github = lawkit("check", "--format", "github").stdout.splitlines()
     assert github[0] == f"::error file=laws/a100.yaml::{problem.split(': ', 1)[1]}"
 
@@ -197,8 +199,7 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
     review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--json")
     assert review.exit_code == 0, review.output
     assert {f'{law["name"]} ({law["target"]})': law["verdict"]
-            for law in json.loads(review.stdout)["laws"]} == {
-        **dict.fromkeys(SCHEDULER_LAWS, "untouched"), SAMPLER_LAW: "steps"}
+            for law in json.loads(review.stdout)["laws"]} == dict.fromkeys(LAWS, "steps")
     review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
                     "untouched")
     assert review.exit_code == 1, review.output
@@ -206,23 +207,31 @@ def test_bumping_the_samplers_distribution_moves_only_the_sampler_law(ws: Path) 
                line for line in review.stdout.splitlines())
 
 
-def test_require_untouched_names_only_the_law_the_environment_moves(ws: Path) -> None:
-    accepted = lawkit("rekey", "--accept-env", "--why", "nothing", "--require", "untouched")
+def test_require_untouched_names_only_the_law_the_environment_moves(
+        ws: Path, recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against the installed environment (current), a change to pickfast's function that ran
+    in the sampler's region moves the sampler's law alone."""
+    site = shutil.copytree(recorded.parent / "site", tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    accepted = lawkit("rekey", "--accept-env", "--env", "current", "--why", "nothing",
+                      "--require", "untouched")
     assert accepted.exit_code == 0, accepted.output
-    review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
+    review = lawkit("review", "--base", "HEAD~1", "--env", "current", "--require",
                     "untouched", "--json")
     assert (review.exit_code, json.loads(review.stdout)["findings"]) == (0, [])
-    bump(ws, pickfast="1.1")
-    refused = lawkit("rekey", "--accept-env", "--why", "pickfast 1.1", "--require", "untouched")
+    core = site / "pickfast" / "core.py"
+    core.write_text(core.read_text().replace("return max(", "return min("))
+    refused = lawkit("rekey", "--accept-env", "--env", "current", "--why", "pickfast",
+                     "--require", "untouched")
     assert refused.exit_code == 2, refused.output
     assert f"{SAMPLER_LAW} steps" in refused.output
     assert not any(law in refused.output for law in SCHEDULER_LAWS)
     # the reason is the environment, not the engine's code
-    assert ("the environment requirements.txt differs from the footprint's: changed  dist "
-            "pickfast 1.0 -> 1.1  ran in steps (regions sampler_s): refit from captures taken "
-            "there") in " ".join(refused.output.split("\n"))
+    assert ("the environment current differs from the footprint's: changed  dist pickfast 1.0 "
+            "(index): pickfast/core.py argmax changed  ran in steps (regions sampler_s): refit "
+            "from captures taken there") in " ".join(refused.output.split("\n"))
     assert "touches code" not in refused.output
-    review = lawkit("review", "--base", "HEAD~1", "--env", "requirements.txt", "--require",
+    review = lawkit("review", "--base", "HEAD~1", "--env", "current", "--require",
                     "untouched", "--json")
     assert [f["kind"] for f in json.loads(review.stdout)["findings"]] == ["environment"]
 
@@ -300,8 +309,7 @@ def test_rekey_env_appends_one_line_and_check_passes_on_the_new_baseline(ws: Pat
     assert done.exit_code == 0, done.output
     assert "accepted the environment in laws/a100.yaml: pickfast 1.0 -> 1.1" in done.stdout
     assert [line for line in done.stdout.splitlines() if line.startswith("  laws/")] == [
-        f"  laws/a100.yaml  {law}  {'steps' if law == SAMPLER_LAW else 'untouched'}"
-        for law in LAWS]
+        f"  laws/a100.yaml  {law}  steps" for law in LAWS]
     after = (ws / "laws" / "a100.yaml").read_bytes()
     added = after[len(before):].decode()
     assert after.startswith(before) and added.count("\n") == 1, added
