@@ -13,7 +13,8 @@ recorded process), the rounds (default 7) interleaving the two so that load from
 falls on both alike. A read is one variable read: an iteration or a copy of an environment
 of V variables reads V. Printed per kind: the median over rounds of recorded/bare and of the
 difference per read in ns (process CPU time, which other jobs' load does not count). Target
-(DESIGN.md section 14): at most 1 us more per read. Exit 1 when a kind misses it.
+(docs/footprints.md, the configuration): at most 1 us more per read. Exit 1 when a kind
+misses it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The configuration a recording read (footprint schema 3, DESIGN.md section 14), as the footprint
-keeps it: each environment variable whose value came from outside the recorded command, by name,
-with the sha256 of that value (or ``absent``, or ``hidden`` for a secret's name), and the
-phases and regions it was read in; and the process settings as the steps began.
+"""The configuration a recording read (footprint schema 3), as the footprint keeps it: each
+environment variable whose value came from outside the recorded command, by name, with the
+sha256 of that value (or ``absent``, or ``hidden`` for a secret's name), and the phases and
+regions it was read in; and the process settings as the steps began.
 
 Built by ``record``'s own process from what each measured process saved
 (``measured.configuration``). A read counts only where the value read is the one `record`

@@ -1,6 +1,6 @@
-"""Each distribution that ran, by content (footprint schema 3, DESIGN.md section 14): for each of
-its files that ran, the file's sha256 and, for a Python file, its units with their digests,
-normal-form code digests, phases and regions, exactly as for a hashed engine file.
+"""Each distribution that ran, by content (footprint schema 3): for each of its files that ran,
+the file's sha256 and, for a Python file, its units with their digests, normal-form code
+digests, phases and regions, exactly as for a hashed engine file.
 
 Built by ``record``'s own process once the measured processes have saved, never in them. What
 they saved is by file and by code object: where each file's code ran (its contexts), and each of
