@@ -308,6 +308,10 @@ def test_a_bad_value_names_the_file_line_beside_the_row(tmp_path: Path) -> None:
     csv_path.write_text("host_s,bs\n" + "".join(f"0.{i},{i}\n" for i in range(8)) + "x,8\n")
     assert error_of(csv_path, ColumnSpec(numbers=("host_s", "bs"))).endswith(
         "a.csv: column host_s, row 9 (line 10): 'x' is not a number")
+    quoted = tmp_path / "q.csv"  # a quoted value may hold line breaks; a blank line is no row
+    quoted.write_bytes(b'model,bs,host_s\n"multi\nline",1,0.5\n\n"x\r\ny",2,\n')
+    assert error_of(quoted, ColumnSpec(numbers=("bs", "host_s"), labels=("model",))).endswith(
+        "q.csv: column host_s, row 2 (line 5): empty value")
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text('{"host_s": 1, "bs": 1}\n\n{"host_s": "x", "bs": 2}\n')
     assert error_of(jsonl, ColumnSpec(numbers=("host_s", "bs"))).endswith(
@@ -324,7 +328,7 @@ def test_a_short_csv_row_names_its_line_not_pyarrows_message(tmp_path: Path,
         list(read_chunks(find_captures([path])[0], ColumnSpec(numbers=("bs", "host_s")),
                          chunk_rows=chunk_rows))
     assert str(caught.value).endswith(
-        "short.csv: row 3 (line 5): 1 fields where the header names 2 columns: give every row "
+        "short.csv: row 3 (line 5): 1 field where the header names 2 columns: give every row "
         "one value per column (an empty one is an empty field, as in 1,,3)")
 
 

@@ -17,8 +17,12 @@ Parquet, the file metadata `lawkit.<key>` (`Chunk.digest` / `Chunk.columns[key]`
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import math
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,8 +166,10 @@ class Chunk:
         number = self.start + row + 1
         if self.places is not None:
             return f"row {number} ({self.places[row]})"
-        line = {"csv": number + 1, "jsonl": number}.get(self.capture.format)
+        line = number if self.capture.format == "jsonl" else \
+            csv_record_line(self.capture, number) if self.capture.format == "csv" else None
         return f"row {number}" if line is None else f"row {number} (line {line})"
+
 
     @property
     def has_digest_column(self) -> bool:
@@ -221,6 +227,30 @@ class Chunk:
         return ok
 
 
+def csv_records(capture: Capture) -> Iterator[tuple[int, int, list[str]]]:
+    """A CSV file's records after the header as pyarrow counts them (a quoted field may hold
+    line breaks; blank lines are no record): (number from 1, first line, fields). Read with
+    the standard library, for messages only: it reads the file up to the record asked for."""
+    with (gzip.open(capture.path, "rb") if capture.compressed else capture.path.open("rb")
+          ) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as f:
+        records = csv.reader(f, strict=True)
+        next(records, None)
+        number, line = 0, records.line_num
+        for fields in records:
+            start, line = line + 1, records.line_num
+            if fields:
+                number += 1
+                yield number, start, fields
+
+
+def csv_record_line(capture: Capture, number: int) -> int | None:
+    """The line a CSV file's record `number` begins on (None when it cannot be read)."""
+    try:
+        return next((line for n, line, _ in csv_records(capture) if n == number), None)
+    except (OSError, EOFError, csv.Error, zlib.error):
+        return None
+
+
 def _is_number_text(value: Any) -> bool:
     try:
         float(str(value).strip())
@@ -235,4 +265,5 @@ def clip(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["MAX_NUMBER", "BoolArray", "Chunk", "ColumnSpec", "FloatArray", "clip"]
+__all__ = ["MAX_NUMBER", "BoolArray", "Chunk", "ColumnSpec", "FloatArray", "clip",
+           "csv_record_line", "csv_records"]

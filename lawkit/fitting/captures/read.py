@@ -46,7 +46,7 @@ import numpy as np
 
 from lawkit.config import digest_problem
 from lawkit.errors import CaptureError
-from lawkit.fitting.captures.chunks import BoolArray, Chunk, ColumnSpec, clip
+from lawkit.fitting.captures.chunks import BoolArray, Chunk, ColumnSpec, clip, csv_records
 from lawkit.fitting.captures.files import METADATA_PREFIX, Capture
 from lawkit.fitting.captures.trace import TraceRows, read_traces
 from lawkit.fitting.captures.tracemap import no_mapping
@@ -357,18 +357,18 @@ class _CsvReader(_Reader):
             raise self.fail(self._row_of_another_width(len(names))) from None
 
     def _row_of_another_width(self, width: int) -> str:
-        """Which line has another number of fields than the header (pyarrow's message names
-        none), read again with the standard library: an error path only."""
-        with _open_text(self.capture) as f:
-            rows = csv.reader(f)
-            next(rows, None)
-            row = 0
-            for fields in rows:
-                row += bool(fields)  # pyarrow skips blank lines: they are no row
-                if fields and len(fields) != width:
-                    return (f"row {row} (line {rows.line_num}): {len(fields)} fields where the "
-                            f"header names {width} columns: give every row one value per "
-                            "column (an empty one is an empty field, as in 1,,3)")
+        """Which record has another number of fields than the header (pyarrow's message names
+        none), found with the standard library: an error path only."""
+        try:
+            for row, line, fields in csv_records(self.capture):
+                if len(fields) != width:
+                    count = f"{len(fields)} field{'s' if len(fields) != 1 else ''}"
+                    return (f"row {row} (line {line}): {count} where the header names {width} "
+                            "columns: give every row one value per column (an empty one is an "
+                            "empty field, as in 1,,3)")
+        except csv.Error:  # the only error of a strict reader here: a quote never closed
+            return ("cannot read as CSV: a quoted field is never closed (its closing \" is "
+                    "missing, so it runs to the end of the file): close it")
         return f"a row does not have the header's {width} columns"
 
     def _without_torn_line(self, names: Sequence[str]) -> int | None:
