@@ -241,6 +241,11 @@ def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,
                 notes.append(printable("environment: " +
                                        MANIFEST_SHOWS.format(source=target.source)))
             units += _configuration_units(base, target)
+            hidden = sorted(n for n, r in base.environ.items() if r.value == "hidden")
+            if hidden:
+                notes.append(printable(f"environment: {', '.join(hidden)} kept no value (a "
+                                       "secret's name): not compared; list it under "
+                                       "[footprint] environ to compare it"))
     return EnvComparison(spec.source, tuple(units), record.unpackaged, spec.strict,
                          tuple(notes))
 

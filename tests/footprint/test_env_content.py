@@ -324,6 +324,14 @@ def test_a_variable_read_counts_where_it_was_read_and_a_setting_for_every_law(
     assert _verdicts(env, _current(site), configuration=same) == {"sampling": "steps",
                                                                   "scheduling": "untouched"}
     monkeypatch.setenv("ATOM_GC_THRESHOLD", "50000")
+    secret = Configuration({**read, "HF_TOKEN": EnvRead("hidden", ("startup",), (), ("*",))},
+                           settings)
+    comparison = compare_env(env, _current(site), configuration=secret)
+    assert comparison is not None and not comparison.changes
+    assert comparison.lines()[-1].startswith("environment: HF_TOKEN kept no value")
     other = Configuration(read, {**settings, "switch_interval": 0.5})
     assert _verdicts(env, _current(site), configuration=other) == {"sampling": "steps",
                                                                    "scheduling": "steps"}
+    comparison = compare_env(env, _current(site), configuration=other)
+    assert comparison is not None and comparison.lines()[0].startswith(
+        "changed  setting switch_interval 0.5 -> ")
