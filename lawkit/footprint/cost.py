@@ -22,10 +22,14 @@ bench's polling shape (bench/footprint_threads.py), its recorded minus bare regi
 the callbacks fired there, rounded up (docs/performance.md)."""
 WARN_SHARE = 0.05
 """The estimated share of a region's time past which `record` warns (the recorder's target is
-1.05x)."""
-REMEDY = ("block it in one of threading's waits (queue.Queue.get, threading.Event.wait, "
-          "Condition.wait) instead of polling (docs/footprints.md, Threads), or take the "
-          "captures in a run without the recorder")
+1.05x)..."""
+WARN_SECONDS = 0.001
+"""...when the estimate is also at least this, in all: each code object a region runs fires
+once there before it is turned off, which in a run of a few short steps is a share of their
+time, and nothing a capture's figures feel."""
+REMEDY = ("make it wait in one of threading's waits (queue.Queue.get, "
+          "threading.Event.wait, Condition.wait, with a timeout if the loop must wake) "
+          "(docs/footprints.md, Threads), or take the captures in a run without the recorder")
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,8 @@ class RecordCost:
     def warning(self) -> str | None:
         """One line when a region's estimate passes `WARN_SHARE` of its time: the worst region,
         the others past it, the cause and the remedy; None when none does."""
-        over = sorted((r for r in self.regions if (r.share or 0) > WARN_SHARE),
+        over = sorted((r for r in self.regions
+                       if (r.share or 0) > WARN_SHARE and r.estimate >= WARN_SECONDS),
                       key=lambda r: -(r.share or 0))
         if not over:
             return None
@@ -89,9 +94,12 @@ class RecordCost:
                 f"the captures{also} (estimated from its callbacks), so times captured while "
                 "recording are inflated: ")
         if worst.threads:
-            who = " and ".join(f"thread {t}" for t in worst.threads)
-            return (f"{head}{who} kept region {worst.region}'s code armed: it polls instead of "
-                    f"blocking; {REMEDY}")
+            *others, last = worst.threads
+            who = (f"threads {', '.join(others)} and {last} kept region {worst.region}'s code "
+                   "armed: they poll instead of blocking" if others else
+                   f"thread {last} kept region {worst.region}'s code armed: it polls instead "
+                   "of blocking")
+            return f"{head}{who}; {REMEDY}"
         return (f"{head}its code fired {worst.callbacks:,} callbacks in steps; take the "
                 "captures in a run without the recorder (docs/footprints.md)")
 

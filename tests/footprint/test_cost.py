@@ -21,7 +21,8 @@ def test_a_region_past_five_percent_gets_one_warning_naming_the_polling_thread_a
         "(estimated from its callbacks)" in warning
     assert "thread MainThread kept region sample_s's code armed: it polls instead of blocking" \
         in warning
-    assert "Queue.get" in warning and "schedule_s" not in warning
+    assert "blocking; make it wait in one of threading's waits (queue.Queue.get" in warning
+    assert "schedule_s" not in warning
     assert cost.lines()[0].startswith("recorder cost: sample_s: 40,000 callbacks in steps "
                                       "(code kept armed by MainThread), about ")
 
@@ -48,3 +49,16 @@ def test_an_estimate_past_the_regions_whole_time_says_all_of_it() -> None:
     warning = cost.warning()
     assert warning is not None and "recording took about all of sample_s's time" in warning
     assert cost.lines()[0].endswith(" of its 10 ms in the captures (all)")
+
+
+def test_a_few_first_callbacks_in_a_short_run_warn_of_nothing_and_threads_read_as_a_list(
+) -> None:
+    # 8 callbacks (16 us) against 40 us of captured time: a share, but nothing a capture feels
+    few = record_cost({"schedule_s": {"PY_START": 8}}, {"schedule_s": ["a", "b", "c"]},
+                      {"schedule_s": 40e-6})
+    assert (few.regions[0].share or 0) > 0.05 and few.warning() is None
+    many = record_cost({"schedule_s": {"PY_START": 10**5}}, {"schedule_s": ["a", "b", "c"]},
+                       {"schedule_s": 1.0})
+    warning = many.warning()
+    assert warning is not None
+    assert "threads a, b and c kept region schedule_s's code armed: they poll" in warning

@@ -93,7 +93,7 @@ def test_overhead_prints_each_regions_ratio_with_the_aa_and_the_polling_threads_
     assert warning.startswith("lawkit footprint overhead: warning: recording took about ")
     assert "% of sample_s's time in the captures" in warning
     assert "thread MainThread kept region sample_s's code armed: it polls instead of " \
-        "blocking; block it in one of threading's waits (queue.Queue.get" in warning
+        "blocking; make it wait in one of threading's waits (queue.Queue.get" in warning
 
 
 def test_overhead_refuses_a_harness_that_writes_no_captures(polling: Path) -> None:
