@@ -209,7 +209,7 @@ def _in_venv(venv: Path, *args: str) -> dict[str, object]:
 
 def test_in_the_venvs_own_python_the_code_that_ran_maps_from_sys_path(venvs: Venvs) -> None:
     found = _in_venv(venvs.new)
-    assert sorted(found["code"].values()) == ["alpha", "beta-lib", STDLIB]  # type: ignore[union-attr]
+    assert sorted(found["code"].values()) == ["alpha", "beta-lib", STDLIB]  # type: ignore[attr-defined]
     assert found["env"] == {"alpha": ["2.0"], "beta-lib": ["2.0"]}
 
 
