@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lawkit._version import __version__
 
 if TYPE_CHECKING:
-    from lawkit.api import check, digest, fit, rekey, score
+    from lawkit.api import check, digest, fit, rekey, review, score
     from lawkit.errors import LawkitError
     from lawkit.lawfiles.lawfile import Law, LawFile, load
     from lawkit.lawfiles.predict import LawDomainError, LawDomainWarning
@@ -30,6 +30,7 @@ _EXPORTS = {
     "digest": "lawkit.api",
     "check": "lawkit.api",
     "rekey": "lawkit.api",
+    "review": "lawkit.api",
     "fit": "lawkit.api",
     "score": "lawkit.api",
     "load": "lawkit.lawfiles.lawfile",
@@ -52,6 +53,7 @@ __all__ = [
     "fit",
     "load",
     "rekey",
+    "review",
     "score",
 ]
 

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from lawkit.config import Workspace
     from lawkit.fitting.fit import FitReport
     from lawkit.fitting.score import ScoreReport
+    from lawkit.footprint.envverdict import EnvSpec
     from lawkit.keying.check import CheckReport
     from lawkit.keying.digest import DigestReport
     from lawkit.keying.rekey import RekeyReport
+    from lawkit.keying.review.verify import ReviewReport
     from lawkit.lawfiles.lawfile import LawFile
 
 
@@ -67,17 +69,52 @@ def digest(
 def check(
     workspace: Workspace | str | Path | None = None,
     *,
+    env: str | Path | None = None,
     engine: str | Path | None = None,
     laws: str | Path | None = None,
     config: str | Path | None = None,
 ) -> CheckReport:
     """`lawkit check`: every law file valid, explained, on the current digest (`.ok`).
 
-    Every file is parsed: the command's cache (see `lawkit.keying.checkcache`) is left to the CLI.
+    `env` is `--env` ("current", a lock file or a manifest; default: the config's
+    `environment`). Every file is parsed: the command's cache (see `lawkit.keying.checkcache`)
+    is left to the CLI.
     """
     from lawkit.keying.check import check_workspace
 
-    return check_workspace(_workspace(workspace, config=config, engine=engine, laws=laws))
+    ws = _workspace(workspace, config=config, engine=engine, laws=laws)
+    return check_workspace(ws, env=_env_spec(ws, env))
+
+
+def review(
+    base: str,
+    head: str = "HEAD",
+    *,
+    merge_with: str | None = None,
+    require: Literal["untouched", "startup"] | None = None,
+    env: str | Path | None = None,
+    workspace: Workspace | str | Path | None = None,
+    engine: str | Path | None = None,
+    laws: str | Path | None = None,
+    config: str | Path | None = None,
+) -> ReviewReport:
+    """`lawkit review`: classify and verify every law file changed from `base` to `head`
+    (`.exit_code`, `.findings`), with `--merge-with`, `--require` and `--env` as keywords."""
+    from lawkit.keying.review.verify import review as review_change
+
+    ws = _workspace(workspace, config=config, engine=engine, laws=laws)
+    return review_change(ws, base, head, merge_with, require, _env_spec(ws, env))
+
+
+def _env_spec(ws: Workspace, env: str | Path | None, *, accept: bool = False,
+              ) -> EnvSpec | None:
+    """The target environment a command compares with: `env`, else the config's; None where
+    neither names one (nothing is compared), unless `accept` needs one named."""
+    if not (accept or env is not None or ws.environment or ws.python):
+        return None
+    from lawkit.footprint.envverdict import env_spec
+
+    return env_spec(ws, None if env is None else str(env))
 
 
 def rekey(
@@ -119,11 +156,7 @@ def rekey(
     where = [Path(p) for p in paths] if paths is not None else None
     if adopt:
         return lib.adopt(ws, why=why, from_=from_, dry_run=dry_run, paths=where, at=at)
-    spec = None
-    if accept_env or env is not None or ws.environment or ws.python:
-        from lawkit.footprint.envverdict import env_spec
-
-        spec = env_spec(ws, None if env is None else str(env))
+    spec = _env_spec(ws, env, accept=accept_env)
     if accept_env:
         assert spec is not None
         return lib.accept_env(ws, why=why, env=spec, refs=refs, dry_run=dry_run, paths=where,

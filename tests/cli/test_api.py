@@ -154,3 +154,28 @@ def test_score_takes_rows_in_memory_too(tmp_path: Path) -> None:
     assert [s.name for s in report.failed] == ["host_s[decode]", "host_s[prefill]"]
     with pytest.raises(TypeError, match="apply to capture files"):
         lawkit.score(law_file, frame, where="num_seqs > 3")
+
+
+def test_the_environment_target_and_its_acceptance_as_the_commands_take_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python API had no environment option at all: `env` is `--env`, `accept_env`
+    `--accept-env`, for check, rekey and review alike."""
+    from lawkit.footprint.document import DistRecord
+    from testing.environments import make_env_repo, write_lock
+
+    root = make_env_repo(tmp_path / "repo", {"torchlike": DistRecord(
+        "2.11.0", "r1", None, ("steps",), ("sample_s",), ())}, {"torchlike": "2.11.0"})
+    monkeypatch.chdir(root)
+    write_lock(root, {"torchlike": "2.12.0"})
+    assert lawkit.check().ok  # no target: not compared
+    report = lawkit.check(env="requirements.txt")
+    assert [p.kind for p in report.problems] == ["environment"]
+    with pytest.raises(lawkit.LawkitError, match="--require untouched: 1 law not untouched"):
+        lawkit.rekey(why="torch", accept_env=True, env="requirements.txt", require="untouched")
+    accepted = lawkit.rekey(why="torch 2.12 moves no host time", accept_env=True,
+                            env="requirements.txt")
+    assert [c.kind for c in accepted.changed] == ["env"]
+    assert lawkit.check(env="requirements.txt").ok
+    reviewed = lawkit.review("HEAD", env="requirements.txt")  # the law file as committed
+    assert {law.name: law.verdict for law in reviewed.laws} == {"sampling": "steps",
+                                                                 "scheduling": "untouched"}
