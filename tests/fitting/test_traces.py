@@ -337,6 +337,16 @@ def test_score_reads_a_trace_by_the_workspaces_mapping(tmp_path: Path) -> None:
     assert "FAIL" in result.output
 
 
+def test_the_python_api_fits_and_scores_a_trace_by_the_workspaces_mapping(tmp_path: Path) -> None:
+    import lawkit
+
+    write(tmp_path / "t.json", steps())
+    report = lawkit.fit("t.json", out="a.yaml", formula="schedule_s ~ 1 + batch_size",
+                        captured_on=DIGEST, workspace=tmp_path)
+    assert report.laws[0].law["terms"]["batch_size"] == pytest.approx(1e-5)
+    assert lawkit.score("a.yaml", ["t.json"], max_mape=0.01, workspace=tmp_path).exit_code == 0
+
+
 def test_fit_help_names_the_trace_format() -> None:
     result = lawkit("fit", "--help")
     text = " ".join(result.output.replace("│", " ").split())
