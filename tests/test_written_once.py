@@ -17,8 +17,9 @@ def _sources() -> dict[str, str]:
 
 def test_git_runs_through_one_runner_in_src_digest() -> None:
     running = sorted(name for name, text in _sources().items() if "import subprocess" in text)
-    # footprint record runs the user's command, never git
-    assert running == ["lawkit/footprint/record.py", "src_digest/git.py"], running
+    # footprint record and overhead run the user's command, never git
+    assert running == ["lawkit/footprint/overhead.py", "lawkit/footprint/record.py",
+                       "src_digest/git.py"], running
 
 
 def test_annotations_are_escaped_in_one_place() -> None:
