@@ -145,6 +145,30 @@ def test_the_docs_show_the_gpu_engines_atom_mapping_as_the_tests_read_it() -> No
     assert mapping in DOCS.read_text()
 
 
+def test_every_mapping_the_docs_show_is_one_lawkit_reads(tmp_path: Path) -> None:
+    import re
+    import tomllib
+
+    from lawkit.fitting.captures.tracemap import trace_mapping
+
+    section = DOCS.read_text().split("## Traces", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert len(blocks) == 3
+    for block in blocks:
+        assert trace_mapping(tomllib.loads(block)["trace"], "docs").steps
+    profiler_steps = tomllib.loads(blocks[1])["trace"]
+    (tmp_path / "p.toml").write_text(blocks[1])
+    events = [e | {"name": f"ProfilerStep#{int(e['name'][10:-1]) + 40}"} if e["name"].startswith(
+        "decode[") else e | {"name": "sample"} if e["name"] == "sample_tokens" else e
+        for e in steps()]
+    write(tmp_path / "t.json", events)
+    result = fit("t.json", "--trace-map", "p.toml", "--formula",
+                 "schedule_s ~ 1 + profiler_step", "--captured-on", DIGEST, "--out", "a.yaml")
+    assert result.exit_code == 0, result.output
+    assert terms("a.yaml", "schedule_s")["profiler_step"] == pytest.approx(1e-5)
+    assert profiler_steps["steps"][0]["kind"] == "step"
+
+
 VIZ_HARNESS = r'''
 import sys, time
 from viztracer import VizTracer

@@ -193,7 +193,7 @@ def _selector(value: Any, where: str) -> Selector:
     if how == "regex":
         return Selector(how, text, _compile(text, f"{where}.regex"))
     source = {"name": re.escape(text), "prefix": re.escape(text) + ".*",
-              "glob": fnmatch.translate(text).removeprefix("(?s:").removesuffix(")\\Z")}[how]
+              "glob": fnmatch.translate(text)}[how]
     return Selector(how, text, re.compile(source, re.DOTALL))
 
 
