@@ -19,6 +19,7 @@ import platform
 from pathlib import Path
 
 from lawkit.errors import CaptureError
+from lawkit.fsio import ReadRefused, read_regular_file
 
 SUFFIX = ".host.json"
 """Appended to a text capture's file name to name its host file."""
@@ -77,14 +78,15 @@ def keep_host(capture: Path, shown: str, host: Host, *, rows_exist: bool) -> Non
 
 def _read(path: Path, shown: str) -> dict[str, object] | None:
     try:
-        with path.open("rb") as f:
-            data = f.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise CaptureError(f"cannot read {path.name}: {exc.strerror}", path=shown) from None
+        data: bytes | None = read_regular_file(path, _MAX_BYTES)
+    except ReadRefused as exc:
+        if exc.problem == "missing":
+            return None
+        if exc.problem == "unreadable":
+            raise CaptureError(f"cannot read {path.name}: {exc.detail}", path=shown) from None
+        data = None  # a FIFO, a folder, a file too big: not a host file
     try:
-        host = json.loads(data) if len(data) <= _MAX_BYTES else None
+        host = json.loads(data) if data is not None else None
     except ValueError:
         host = None
     if not isinstance(host, dict):
