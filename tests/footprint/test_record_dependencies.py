@@ -35,7 +35,7 @@ HARNESS = """
 import json
 import lawkit.footprint as fp
 from atom.runner import Runner
-import helper.core, indexed, archived, folder, eggy.core, shared.mod
+import helper.core, indexed, archived, folder, eggy.core, shared.mod, twice
 
 fp.phase("steps")
 for _ in range(2):
@@ -47,6 +47,13 @@ for _ in range(2):
     with fp.region("schedule_s"):
         json.dumps({"a": 1})
         indexed.idx()
+with fp.region("sample_s"):
+    twice.first()
+with fp.region("schedule_s"):
+    twice.second()
+for region in ("sample_s", "schedule_s"):  # its file ran in both: first fires no more
+    with fp.region(region):
+        twice.first()
 """
 
 
@@ -72,6 +79,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     pip(python, "install", str(write_project(base / "patcher", "patcher", "1.0", {
         "patcher/__init__.py": PATCH, "patcher.pth": "import patcher\n"})))
     install_egg_info(python, "eggy", "1.0", {"core.py": "def egg():\n    return 1\n"})
+    pip(python, "install", str(write_project(base / "twice", "twice", "1.0", {
+        "twice/__init__.py": "def first():\n    return 1\n\n\ndef second():\n    return 2\n"})))
     from footprint_engine import copy_engine
 
     engine = copy_engine(base / "engine")
@@ -121,6 +130,15 @@ def test_a_module_two_distributions_install_belongs_to_each(
         assert mod["units"]["shared"]["regions"] == ["sample_s"], name
     assert dists["alpha"]["files"]["shared/mod.py"]["sha256"] == \
         hashlib.sha256(b"def shared():\n    return 'beta'\n").hexdigest()
+
+
+def test_a_function_run_again_where_its_file_ran_keeps_that_region(
+        recorded: tuple[dict[str, Any], Path]) -> None:
+    """The recorder turns a file's code off where the file has run: a function of it that ran
+    in one region, then in another where only its neighbour had run, fired nothing there and
+    still counts there."""
+    units = recorded[0]["distributions"]["twice"]["files"]["twice/__init__.py"]["units"]
+    assert units["first"]["regions"] == ["sample_s", "schedule_s"]
 
 
 def test_an_egg_info_install_is_a_distribution(recorded: tuple[dict[str, Any], Path]) -> None:
