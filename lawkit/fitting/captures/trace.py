@@ -6,7 +6,9 @@ only the ranges the mapping names (steps and regions, found by name, with the an
 name) are kept, so a trace of gigabytes of aten ops is read in memory of the order of its
 steps (bench/trace_read.py). Events need not be sorted. `X` events are complete ranges; `B`
 and `E` events are paired per thread in time order (a `B` of a step or region without its `E`
-is an error); `ts` and `dur` are microseconds.
+is an error), so each is kept as a mark until the end (an `E` names no range: some 100 bytes
+a mark, the one cost that grows with a trace of `B`/`E` events); `ts` and `dur` are
+microseconds.
 
 A step is a range whose name a step kind selects; its row holds the step's number, its rank,
 its kind, its features (the named groups of the kind's pattern, and `args` keys), its own time
