@@ -132,6 +132,27 @@ def test_the_process_settings_are_taken_as_the_steps_begin(engine: Path) -> None
         assert settings["cpus"] == sorted(os.sched_getaffinity(0))
 
 
+CAPTURED = """
+import gc
+from lawkit import capture
+from atom.runner import Runner
+
+gc.set_threshold(5000, 50, 50)  # as ATOM_GC_THRESHOLD does at start-up
+with capture.open("captures/run.csv", features=("n",), regions=("sample_s",)) as cap:
+    cap.steps()
+    gc.disable()  # after the steps began: not what they began with
+    for n in range(2):
+        with cap.step(n=n), cap.region("sample_s"):
+            Runner().run()
+gc.enable()
+"""
+
+
+def test_a_capture_takes_the_settings_at_its_steps(engine: Path) -> None:
+    settings = _record(engine, CAPTURED, {})["configuration"]["settings"]
+    assert (settings["gc_threshold"], settings["gc_enabled"]) == ([5000, 50, 50], True)
+
+
 def test_reads_are_noted_by_kind_and_the_mapping_is_given_back(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAWKIT_T_ONE", "1")
