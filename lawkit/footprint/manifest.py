@@ -110,15 +110,29 @@ def _hashed(info: DistInfo) -> Iterator[tuple[str, str]]:
 def _files_of(info: DistInfo) -> list[str]:
     """The paths a distribution's metadata lists, relative to the folder holding it, that lie
     inside that folder (RECORD's, or an egg-info's ``installed-files.txt``)."""
-    if info.install == "egg-info" or info.meta.endswith(".egg-info"):
+    if info.meta.endswith(".egg-info"):
         listed = _lines(os.path.join(info.meta, "installed-files.txt"))
         folder = os.path.basename(info.meta)
         paths = [os.path.normpath(os.path.join(folder, p)).replace(os.sep, "/") for p in listed]
+        if not listed:  # distro packages: the top-level names, as the recorder reads them
+            paths = list(_top_level_files(info.meta))
     else:
         import csv
 
         paths = [row[0] for row in csv.reader(_lines(os.path.join(info.meta, "RECORD"))) if row]
     return sorted({p for p in paths if not p.startswith("../") and not os.path.isabs(p)})
+
+
+def _top_level_files(meta: str) -> Iterator[str]:
+    """The code files of the packages and modules an egg-info's ``top_level.txt`` names."""
+    base = os.path.dirname(meta)
+    for name in filter(None, (n.strip() for n in _lines(os.path.join(meta, "top_level.txt")))):
+        if os.path.isdir(os.path.join(base, name)):
+            for path in _code_files(os.path.join(base, name)):
+                yield os.path.relpath(path, base).replace(os.sep, "/")
+        for suffix in _CODE_SUFFIXES:
+            if os.path.isfile(os.path.join(base, name + suffix)):
+                yield name + suffix
 
 
 def _lines(path: str) -> list[str]:

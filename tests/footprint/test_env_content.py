@@ -253,6 +253,10 @@ def test_an_egg_info_install_is_a_distribution_judged_by_content(tmp_path: Path)
     assert (info.install, info.version) == ("egg-info", "1.0")
     env = _env(("legacylib", _record(info, {"legacylib/core.py": RAN})))
     assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    manifest = tmp_path / "env.json"
+    write_manifest(export_manifest([str(site)]), manifest)
+    assert _verdicts(env, EnvSpec(read_manifest(manifest))) == {"sampling": "untouched",
+                                                                "scheduling": "untouched"}
     (package / "core.py").write_text(CORE.replace("max(", "min("))
     assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
 
