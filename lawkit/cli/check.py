@@ -55,7 +55,7 @@ def check(
     With a target environment (--env, or [tool.lawkit] environment), each law file bound to a
     footprint that recorded its environment is checked against it: every difference in a
     distribution that ran, or in the Python, that moves a law's verdict is a problem (fix: a
-    refit, or lawkit rekey --env --why TEXT when the laws still hold).
+    refit, or lawkit rekey --accept-env --env TARGET --why TEXT when the laws still hold).
     """
     form = report_format(format, json, Format.text)
 

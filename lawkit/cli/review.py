@@ -47,8 +47,10 @@ def review(
     json: JsonOption = False,
     quiet: QuietOption = False,
     require: Annotated[str | None, typer.Option(
-        "--require", metavar="untouched", help="A finding (exit 1) for every law at head "
-        "whose verdict is not untouched, naming it (no footprint: unknown, a finding too).",
+        "--require", metavar="untouched|startup", help="A finding (exit 1) for every law at "
+        "head whose verdict the policy does not pass (untouched; startup: untouched or "
+        "startup), naming it (no footprint: unknown, a finding too), and for a change to the "
+        "environment's evidence; default: the stricter [rekey] require of base and head.",
         show_default=False)] = None,
     env: EnvOption = None,
     engine: EngineOption = None,
@@ -62,8 +64,8 @@ def review(
     startup, steps or unknown) of each law file whose fit names a footprint (fit --footprint),
     read from git objects at head. With a target environment (--env, or [tool.lawkit]
     environment; a lock file is read from the work tree), a footprint that recorded its
-    environment is compared with it: under --require untouched, each difference in a
-    distribution that ran (or in the Python) that moves a law is a finding naming both.
+    environment is compared with it: under a policy, each difference in a distribution that
+    ran (or in the Python) that moves a law past it is a finding naming both.
 
     Exit 0 when everything verifies; 1 with findings (a hand-edit, an invalid, stale or
     forgotten law, a re-key that does not chain from the base's key, a merge that conflicts or
