@@ -223,3 +223,19 @@ def test_a_distribution_imported_at_start_up_with_no_region_open_says_it_moves_e
     assert ("changed  dist torchlike 2.11.0 -> 2.12.0  ran at start-up and in steps (regions "
             "sample_s); at start-up with no region open: every law") in \
         moved.stdout.splitlines(), moved.output
+
+
+def test_review_holds_a_change_that_relaxes_the_policy_to_the_stricter_one(
+        pinned: Path) -> None:
+    config = pinned / "lawkit.toml"
+    commit(pinned, {"lawkit.toml": config.read_text() + '\n[rekey]\nrequire = "untouched"\n'},
+           "the untouched policy")
+    commit(pinned, {"lawkit.toml": config.read_text().replace('"untouched"', '"startup"')},
+           "relaxed to startup")
+    write_lock(pinned, {**LOCK, "tokenlike": "0.21.0"})  # every law startup
+    result = lawkit("review", "--base", "HEAD~1", "--json")
+    found = json.loads(result.stdout)["findings"]
+    assert result.exit_code == 1 and found, result.output
+    assert all(f["message"].startswith('[rekey] require = "untouched" (lawkit.toml): ')
+               for f in found), found
+    assert lawkit("review", "--base", "HEAD~1", "--require", "startup").exit_code == 0
