@@ -200,8 +200,8 @@ def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckRe
                   stale: set[str], env: EnvSpec | None = None) -> None:
     """The footprint verdict of stale files that name a footprint, and of files whose
     environment differs, against the work tree and the target environment, and each of their
-    laws' (the verdicts `rekey` and `review` give); files whose verdict is unknown are left
-    out. Each file's differences of the environment are problems of their own."""
+    laws' (the verdicts `rekey` and `review` give); stale files whose verdict is unknown are
+    left out. Each file's differences of the environment are problems of their own."""
     from lawkit.footprint.history import git_old_source
     from lawkit.footprint.require import Require
     from lawkit.footprint.trees import work_tree_sources
@@ -213,8 +213,8 @@ def _add_verdicts(ws: Workspace, files: list[tuple[str, bytes]], report: CheckRe
     for v in judged:
         moved = _env_problems(v, policy)
         report.problems.extend(moved)
-        if v.verdict == "unknown" or (v.path not in stale and not moved):
-            continue
+        if not moved and (v.verdict == "unknown" or v.path not in stale):
+            continue  # a file the environment moves is listed whatever its verdict
         report.verdicts[v.path] = (v.verdict, tuple(
             f"{law.name} ({law.target}) {law.verdict}" for law in v.laws
             if law.verdict != "untouched"))

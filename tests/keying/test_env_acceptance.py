@@ -239,3 +239,26 @@ def test_review_holds_a_change_that_relaxes_the_policy_to_the_stricter_one(
     assert all(f["message"].startswith('[rekey] require = "untouched" (lawkit.toml): ')
                for f in found), found
     assert lawkit("review", "--base", "HEAD~1", "--require", "startup").exit_code == 0
+
+
+def test_check_and_rekey_give_a_law_one_verdict_where_code_from_no_distribution_ran(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check said startup and rekey --require untouched unknown, for one change: only the
+    latter counted the code no target pins."""
+    root = tmp_path / "repo"
+    make_env_repo(root, DISTS, LOCK)
+    raw = footprint_bytes(DISTS, ("/opt/tools/stepper.py",))
+    text = (root / "laws/host.yaml").read_text()
+    old = json.loads(json.dumps(hashlib.sha256((root / "fp.json").read_bytes()).hexdigest()))
+    commit(root, {"fp.json": raw, "laws/host.yaml": text.replace(
+        old, hashlib.sha256(raw).hexdigest())}, "a footprint with code from no distribution")
+    monkeypatch.chdir(root)
+    write_lock(root, {**LOCK, "tokenlike": "0.21.0"})
+    checked = json.loads(lawkit("check", "--json", "--env", "requirements.txt").stdout)
+    laws = {f'{law["name"]} ({law["target"]})': law["verdict"]
+            for law in checked["verdicts"]["laws/host.yaml"]["laws"]}
+    refused = lawkit("rekey", "--to", "0123abcd", "--why", "w", "--env", "requirements.txt",
+                     "--require", "untouched")
+    assert laws == {SAMPLING: "unknown", SCHEDULING: "unknown"}
+    assert f"{SAMPLING} unknown, {SCHEDULING} unknown" in refused.stderr, refused.output
+    assert "code from no distribution ran: /opt/tools/stepper.py" in refused.stderr
