@@ -383,7 +383,7 @@ def test_csv_quoted_line_breaks_are_values_and_rows_are_counted_as_records(
     path = tmp_path / "q.csv"
     path.write_bytes(b'model,bs,host_s\n"multi\nline",1,0.5\n"x\r\ny",2,\n')
     message = _read_error(path)
-    assert message.endswith("q.csv: column host_s, row 2: empty value"), message
+    assert message.endswith("q.csv: column host_s, row 2 (line 4): empty value"), message
     path.write_bytes(b'"mo\ndel",bs,host_s\na,1,0.5\n')
     assert "no column 'model' (the file has: mo\\ndel, bs, host_s)" in _read_error(path)
 
@@ -478,7 +478,7 @@ def test_a_value_beyond_what_a_fit_can_square_names_the_file_and_the_row_from_1(
     """Regression: `target is 1e+300 on row 0`, counted from 0 over the fitted rows, no file."""
     line = _fit_error_here(tmp_path, name, data, record_property)
     column = "host_s" if name.endswith(".csv") else "bs"
-    row = 2 if name.endswith(".csv") else 3
+    row = "2 (line 3)" if name.endswith(".csv") else "3 (line 3)"
     assert f"{name}: column {column}, row {row}: " in line and "beyond ±1e+150" in line, line
 
 
@@ -489,7 +489,7 @@ def test_score_on_targets_near_the_float64_limit_prints_no_overflow_warning(
     scored = _score(tmp_path, "big.csv")
     assert scored.code == 2, scored.stderr
     assert "Warning" not in scored.stderr
-    assert "big.csv: column host_s, row 1: 1e+308 is beyond" in scored.error_line()
+    assert "big.csv: column host_s, row 1 (line 2): 1e+308 is beyond" in scored.error_line()
 
 
 def test_a_feature_of_values_near_1e_minus_200_is_fitted_not_called_zero(

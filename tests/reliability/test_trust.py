@@ -225,7 +225,7 @@ def test_fit_refuses_an_atom_column_value_that_is_not_a_digest_naming_file_colum
         tmp_path: Path, value: str) -> None:
     make_workspace(tmp_path, 1)
     _captures(tmp_path, value)
-    one_line_exit_2(_fit(), f"run.csv: column atom, row 1: {value!r}: expected a digest of 8 "
+    one_line_exit_2(_fit(), f"run.csv: column atom, row 1 (line 2): {value!r}: expected a digest of 8 "
                     "lowercase hex characters")
     assert not (tmp_path / "laws" / "new.yaml").exists()
 
@@ -341,7 +341,8 @@ def test_checks_fix_line_names_the_commands_or_is_left_out(tmp_path: Path) -> No
     path = tmp_path / "laws" / "cell00001.yaml"
     path.write_text(path.read_text().replace('name: "schedule"', 'name: "sched"', 1))
     lines = runner.invoke(app, ["check"]).stdout.splitlines()
-    assert lines[-1] == "fix: lawkit fit CAPTURE... --out laws/cell00001.yaml", lines
+    assert lines[-1] == ("fix: lawkit fit CAPTURE... --out laws/cell00001.yaml, or to keep the "
+                         'edit: lawkit rekey --adopt --why "..." laws/cell00001.yaml'), lines
     (tmp_path / "laws" / "cell00000.yaml").write_text("schema: lawkit/1\nhost: [\n")
     path.write_bytes((tmp_path / "laws" / "cell00000.yaml").read_bytes())
     lines = runner.invoke(app, ["check"]).stdout.splitlines()
