@@ -37,13 +37,16 @@ class ConfigurationReads:
         each encoded name; None: read as absent."""
         self._classes: list[tuple[Any, type]] = []
         self.settings: dict[str, Any] | None = None
-        """The process settings as it first entered steps (None: it never did)."""
+        """The process settings as it first entered steps that its own code had not changed
+        since it started (None: it never entered steps)."""
         self._hash_seed = "random"
+        self._started: dict[str, Any] = {}
 
     def install(self) -> None:
         """Note every read of ``os.environ`` and ``os.environb`` from now on."""
         seed = os.environ.get("PYTHONHASHSEED", "random")  # fixed when the interpreter started
         self._hash_seed = "0" if not sys.flags.hash_randomization else seed or "random"
+        self._started = process_settings(self._hash_seed)
         for mapping in (os.environ, getattr(os, "environb", None)):
             if mapping is not None and not isinstance(mapping, _Noting):
                 base = type(mapping)
@@ -85,14 +88,19 @@ class ConfigurationReads:
             return
 
     def switched_phase(self, name: str) -> None:
-        """The process entered phase ``name``: at its first ``steps``, take the settings."""
+        """The process entered phase ``name``: at its first ``steps``, take the settings. One
+        the process's own code set before (``gc.set_threshold`` from a variable it read, a CPU
+        pinning) follows from that code and those reads, which the footprint keeps, and is
+        left out: what is kept is what the process was given."""
         if name == "steps" and self.settings is None:
-            self.settings = process_settings(self._hash_seed)
+            now = process_settings(self._hash_seed)
+            self.settings = {k: v for k, v in now.items() if self._started.get(k) == v}
 
     def forked(self) -> None:
         """In a forked child: its reads are its own; it starts in ``steps``."""
         self._reads = {}
         self.settings = None
+        self._started = process_settings(self._hash_seed)
         self.switched_phase("steps")
 
     def to_json(self) -> dict[str, Any]:
