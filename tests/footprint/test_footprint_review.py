@@ -214,8 +214,8 @@ def test_fit_refuses_a_footprint_outside_the_repository(repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_require_takes_only_untouched(repo: Path) -> None:
+def test_require_takes_only_untouched_or_startup(repo: Path) -> None:
     for command in (["rekey", "--why", "w"], ["review", "--base", "HEAD"]):
         result = lawkit(*command, "--require", "steps", cwd=repo)
         assert result.returncode == 2
-        assert "--require 'steps': expected one of untouched" in result.stderr
+        assert "--require 'steps': expected one of untouched, startup" in result.stderr
