@@ -55,8 +55,17 @@ def stale_fix(paths: Sequence[str],
         else:
             parts.append(f"refit {' '.join(files)} {said}: {refit}")
     if rest:
-        parts.append(_unjudged_fix(rest))
+        parts.append(_unjudged_fix(rest) if require is None else _refit_with_footprint(rest))
     return " && ".join(parts)
+
+
+def _refit_with_footprint(paths: Sequence[str]) -> str:
+    """The fix of stale files with no footprint verdict where the workspace has a re-key policy:
+    it refuses a re-key resting on none, so a refit that records one."""
+    refit = "lawkit fit CAPTURE... --footprint FOOTPRINT --out"
+    each = f"{refit} {paths[0]}" if len(paths) == 1 else f"{refit} FILE, each"
+    return (f"refit {' '.join(paths)} (no footprint verdict, which [rekey] require needs for a "
+            f"re-key): {each}")
 
 
 def _unjudged_fix(paths: Sequence[str]) -> str:

@@ -85,3 +85,18 @@ def test_laws_edited_by_hand_are_kept_by_the_fix_s_adoption(here: Path) -> None:
                                                                              "edit: ")[1])][1:])
     assert done.exit_code == 0, done.output
     assert lawkit("check").exit_code == 0
+
+
+def test_under_a_policy_a_stale_file_with_no_footprint_verdict_is_named_for_a_refit(
+        here: Path) -> None:
+    """The fix named `lawkit rekey --why`, which the policy refuses for a law with no
+    footprint (unknown)."""
+    make_workspace(here, 1, stale=True)
+    with (here / "lawkit.toml").open("a") as f:
+        f.write('\n[rekey]\nrequire = "startup"\n')
+    fix = lawkit("check").stdout.splitlines()[-1]
+    assert fix == ("fix: refit laws/cell00000.yaml (no footprint verdict, which [rekey] require "
+                   "needs for a re-key): lawkit fit CAPTURE... --footprint FOOTPRINT --out "
+                   "laws/cell00000.yaml")
+    refused = lawkit("rekey", "--why", WHY)
+    assert refused.exit_code == 2 and "4 laws not untouched or startup" in refused.stderr
