@@ -24,7 +24,7 @@ from typing import Any
 
 from lawkit.footprint.errors import RecordRefused
 from lawkit.footprint.measured.cover import parse_context
-from lawkit.footprint.measured.markers import Context
+from lawkit.footprint.measured.markers import ANY_REGION, Context
 
 WAIT_SECONDS = 10.0
 """How long `record` waits for measured processes that outlive the command."""
@@ -88,6 +88,12 @@ class Measurement:
     """The measured processes' search paths, the main process's first, each folder once."""
     python: dict[str, Any] | None = None
     """The main process's Python build (``environment.PythonBuild`` as JSON)."""
+    events: dict[str, dict[str, int]] = field(default_factory=dict)
+    """For each region in steps (``*``: none open), the recorder's callbacks fired there by
+    event kind, summed over the processes (a callback inside nested regions counts in each)."""
+    armed_threads: dict[str, list[str]] = field(default_factory=dict)
+    """For each region in steps, the names of the threads live in another context beside it,
+    which kept its code armed until it had run in theirs."""
 
 
 def read_markers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
@@ -153,6 +159,7 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
+        _add_costs(saved, measurement)
         for path, phase, regions in saved.get("opened", []):
             opened = measurement.opened.setdefault(os.path.realpath(path), set())
             opened.add((phase, tuple(regions)))
@@ -221,6 +228,23 @@ def _add_runs(saved: dict[str, Any], measurement: Measurement) -> None:
     for filename, qualname, first, phase, regions in saved.get("runs", []):
         by_code = measurement.runs.setdefault(os.path.realpath(filename), {})
         by_code.setdefault((qualname, int(first)), set()).add((phase, tuple(regions)))
+
+
+def _add_costs(saved: dict[str, Any], measurement: Measurement) -> None:
+    """A process's event counts and the threads that kept its code armed, by region in
+    steps."""
+    for phase, regions, fired in saved.get("events", []):
+        if phase == "steps":
+            for region in regions or [ANY_REGION]:
+                counts = measurement.events.setdefault(region, {})
+                for kind, n in fired.items():
+                    counts[kind] = counts.get(kind, 0) + int(n)
+    armed: dict[str, set[str]] = {r: set(n) for r, n in measurement.armed_threads.items()}
+    for phase, regions, names in saved.get("armed", []):
+        if phase == "steps":
+            for region in regions or [ANY_REGION]:
+                armed.setdefault(region, set()).update(names)
+    measurement.armed_threads = {r: sorted(n) for r, n in sorted(armed.items())}
 
 
 def _add_environment(proc: Process, saved: Any, measurement: Measurement) -> None:

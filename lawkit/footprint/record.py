@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lawkit.config import Workspace
@@ -75,11 +75,16 @@ EVERYWHERE = ("lawkit footprint record: {who} saw no code outside the hashed fil
 
 @dataclass(frozen=True)
 class RecordReport:
-    """A recorded footprint, where it was written, and the file's sha256."""
+    """A recorded footprint, where it was written, the file's sha256, and what the recorder did
+    in each region in steps (``*``: none open), summed over the processes: the callbacks it
+    fired by event kind (``events``) and the threads that kept code armed (``armed_threads``),
+    from which the footprint's cost report is read."""
 
     footprint: Footprint
     path: str
     sha256: str
+    events: dict[str, dict[str, int]] = field(default_factory=dict)
+    armed_threads: dict[str, list[str]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """What `footprint record` prints: ``7 units ran: 7 at start-up, 6 of them also in
@@ -185,7 +190,8 @@ def record_footprint(ws: Workspace, command: Sequence[str], out: Path, *,
                                      shown=ws.footprint_environ)
     footprint = build_footprint(ws, before, measurement, tuple(command), configuration)
     sha = write_footprint(footprint, out)
-    return RecordReport(footprint, ws.rel(out), sha)
+    return RecordReport(footprint, ws.rel(out), sha, measurement.events,
+                        measurement.armed_threads)
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -273,13 +279,16 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     files: dict[str, FileRecord] = {}
     seen: set[str] = set()
     linked = _linked(by_path, tree, measurement)
+    # a module imported before its process's recorder started (by a .pth file) was never
+    # armed: each of its units counts as run in every context that process was in
+    before = {os.path.realpath(f): c for f, c in measurement.before.items()}
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
         units = units_of(tree.files[rel])
         codes = codes_of(tree.files[rel]) or {}
         contexts = _phases_of_units(units, measurement, path)
         records = {}
         for u in units:
-            ran = contexts[u.qualname] | linked.get(path, set())
+            ran = contexts[u.qualname] | linked.get(path, set()) | before.get(path, set())
             if not rel.endswith(".py"):  # data: it ran where it was opened (one unit)
                 ran |= measurement.opened.get(path, set())
             assumed = _assumed(u, rel, ran)
@@ -431,6 +440,11 @@ def _check_modules(ws: Workspace, measurement: Measurement, hashed: dict[str, st
             raise RecordRefused(f"{ws.rel(path)} ran from an unchecked-hash .pyc built from "
                                 "other source, so the hashed source is not what ran: delete "
                                 "its __pycache__ entry and record again")
+        elif kind == "stale-pyc":
+            raise RecordRefused(f"{ws.rel(path)} ran from a .pyc built from other source (the "
+                                "edit kept the size and time the .pyc records), so the hashed "
+                                "source is not what ran: delete its __pycache__ entry and "
+                                "record again")
         elif path not in hashed:
             _refuse_unhashed(ws, path, root, kind)
     return native

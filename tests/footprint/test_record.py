@@ -31,8 +31,8 @@ def test_record_writes_the_schema_of_section_11_with_sorted_keys(engine: Path) -
     doc = json.loads(text)
     assert text == json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     assert set(doc) == {"schema", "key", "digest", "command", "processes", "files", "recorder",
-                        "python", "regions", "unhashed", "environment"}
-    assert doc["schema"] == "lawkit-footprint/2"
+                        "python", "regions", "unhashed", "environment", "configuration"}
+    assert doc["schema"] == "lawkit-footprint/3"
     assert doc["key"] == "atom" and doc["command"] == [PY, "run.py"]
     digest = lawkit("digest", cwd=engine).stdout.strip()
     assert doc["digest"] == digest
@@ -50,7 +50,7 @@ def test_record_writes_the_schema_of_section_11_with_sorted_keys(engine: Path) -
 def test_record_gzips_a_file_named_gz(engine: Path) -> None:
     assert _record(engine, PY, "run.py", out="fp.json.gz").returncode == 0
     doc = json.loads(gzip.decompress((engine / "fp.json.gz").read_bytes()))
-    assert doc["schema"] == "lawkit-footprint/2"
+    assert doc["schema"] == "lawkit-footprint/3"
     assert lawkit("footprint", "diff", "fp.json.gz", cwd=engine).returncode == 0
 
 

@@ -158,6 +158,14 @@ class CoverageRecorder:
         """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
         return []
 
+    def event_counts(self) -> list[list[Any]]:
+        """Nothing: coverage.py's tracer fires no callback of lawkit's to count."""
+        return []
+
+    def armed_threads(self) -> list[list[Any]]:
+        """Nothing: the tracer traces every thread's every line, whatever the contexts."""
+        return []
+
     def env_codes(self) -> dict[str, list[list[Any]]]:
         """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
         return {}

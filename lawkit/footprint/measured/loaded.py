@@ -8,8 +8,10 @@ Each of the last is reported as ``{"name", "path", "kind"}`` with kind ``source`
 read by the standard loader: `record` checks it is a hashed file), ``native`` (a
 ``.so``/``.pyd``: listed in the footprint's ``unhashed``), ``sourceless`` (a ``.pyc`` without
 its source), ``unchecked-pyc`` (its source's ``.pyc`` is an unchecked-hash one built from
-other source, so the hashed source is not what ran), ``other`` (another loader) or
-``elsewhere`` (an engine package's module outside the digest root: an installed copy).
+other source, so the hashed source is not what ran), ``stale-pyc`` (it ran from a timestamp
+``.pyc`` of other source: one whose recorded size and time the edited source kept),
+``other`` (another loader) or ``elsewhere`` (an engine package's module outside the digest
+root: an installed copy).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import _imp
 import importlib.machinery
 import importlib.util
+import marshal
 import os
 import sys
 from collections.abc import Iterable
@@ -110,7 +113,9 @@ def _kind(module: Any, path: str) -> str:
     if isinstance(loader, importlib.machinery.SourcelessFileLoader):
         return "sourceless"
     if isinstance(loader, importlib.machinery.SourceFileLoader):
-        return "unchecked-pyc" if _stale_unchecked_pyc(path) else "source"
+        if _stale_unchecked_pyc(path):
+            return "unchecked-pyc"
+        return "stale-pyc" if _stale_timestamp_pyc(module, path) else "source"
     return "other"
 
 
@@ -128,3 +133,35 @@ def _stale_unchecked_pyc(source: str) -> bool:
     flags = int.from_bytes(header[4:8], "little")
     unchecked = flags & 0b01 and not flags & 0b10
     return bool(unchecked) and header[8:16] != importlib.util.source_hash(data)
+
+
+def _stale_timestamp_pyc(module: Any, source: str) -> bool:
+    """Whether the module ran from a timestamp ``.pyc`` of other source: its header holds the
+    source's size and modification time (so the loader used it), yet the source changed after
+    the ``.pyc`` was written (a later ctime, which no tool can set back) and compiles to other
+    code. Only then is the source compiled: a process that wrote its own ``.pyc``, or one whose
+    ``.pyc`` is newer than every change of its source, compiles nothing."""
+    cached = getattr(module, "__cached__", None)
+    if not isinstance(cached, str):
+        return False
+    try:
+        stat = os.stat(source)
+        with open(cached, "rb") as f:
+            header = f.read(16)
+            if len(header) < 16 or int.from_bytes(header[4:8], "little") != 0:
+                return False  # hash-based: checked by the loader, or `_stale_unchecked_pyc`'s
+            if (int.from_bytes(header[8:12], "little") != int(stat.st_mtime) & 0xFFFFFFFF
+                    or int.from_bytes(header[12:16], "little") != stat.st_size & 0xFFFFFFFF):
+                return False  # not the one the loader used: it compiled the source
+            if os.fstat(f.fileno()).st_mtime >= stat.st_ctime:
+                return False  # written after the source's last change
+            ran = marshal.loads(f.read())
+        with open(source, "rb") as f:
+            text = f.read()
+    except (OSError, ValueError, EOFError, TypeError):
+        return False
+    level = 2 if ".opt-2." in cached else 1 if ".opt-1." in cached else 0
+    try:
+        return bool(ran != compile(text, source, "exec", dont_inherit=True, optimize=level))
+    except (SyntaxError, ValueError):
+        return True  # the source on disk does not even compile: what ran was other code

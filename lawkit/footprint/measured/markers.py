@@ -16,10 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from lawkit.footprint.measured.configuration import ConfigurationReads
+from typing import Protocol
 
 PHASES = ("startup", "steps", "shutdown")
 """The phases of a recording: the main process starts in the first. What runs only in
@@ -35,11 +32,15 @@ ENGINE_FREE = "lawkit_runs_no_engine_code"
 context does not count."""
 
 
-class Switches(Protocol):
-    """What the markers tell a recorder (`recorder.Recorder` is told more)."""
+class PhaseSwitches(Protocol):
+    """What the markers tell of each phase (`configuration.ConfigurationReads`)."""
 
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``."""
+
+
+class Switches(PhaseSwitches, Protocol):
+    """What the markers tell a recorder (`recorder.Recorder` is told more)."""
 
     def switched_regions(self, regions: tuple[str, ...]) -> None:
         """This thread's open regions are now ``regions``."""
@@ -59,7 +60,7 @@ class Markers:
     def __init__(self) -> None:
         self.phase = "startup"
         self.recorder: Switches | None = None
-        self.configuration: ConfigurationReads | None = None
+        self.configuration: PhaseSwitches | None = None
         """The environment variables read and the settings, told of each phase (None when
         not recording)."""
         self.local = threading.local()

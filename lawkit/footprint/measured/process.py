@@ -12,10 +12,11 @@ object made at install (`MeasuredProcess`).
    of code executed and threads started;
 4. saves, at exit, on SIGTERM (`sigterm`), on ``os._exit`` and before an exec (`patch`),
    ``<marker>.done``: what ran, the Python children, the modules loaded from the engine's
-   folders, any call that turned the recorder off; for the environment, the files outside the
-   hashed ones whose code ran (by context), the contexts the process was in, the shared
-   objects it mapped, the files of its loaded modules, the modules imported before the
-   recorder, its search path and its Python build (`loaded`);
+   folders, any call that turned the recorder off, the recorder's event counts and the
+   threads that kept code armed; for the environment, the files outside the hashed ones whose
+   code ran (by context), the contexts the process was in, the shared objects it mapped, the
+   files of its loaded modules, the modules imported before the recorder, its search path and
+   its Python build (`loaded`);
 5. in a forked child (a ``multiprocessing`` worker), announces the child and starts the
    recorder over in ``steps`` with no region open.
 
@@ -56,7 +57,8 @@ class MeasuredProcess:
 
     def __init__(self, folder: str, *, main: bool, hook: Hook, site: str,
                  roots: tuple[str, ...], names: tuple[str, ...], needed: dict[str, str],
-                 coverage_rc: str | None = None, markers: Markers = MARKERS) -> None:
+                 coverage_rc: str | None = None, log: str | None = None,
+                 markers: Markers = MARKERS) -> None:
         self.folder = folder
         self.main = main
         self.phase = "startup" if main else "steps"
@@ -66,6 +68,7 @@ class MeasuredProcess:
         self._names = names
         self._needed = needed
         self._coverage_rc = coverage_rc
+        self._log = log
         self.markers = markers
         self.marker = ""
         """This process's marker, without its extension."""
@@ -121,7 +124,7 @@ class MeasuredProcess:
         if sys.version_info >= (3, 12):
             from lawkit.footprint.measured.sysmon import SysMonRecorder
 
-            return SysMonRecorder(self._roots, self.phase)
+            return SysMonRecorder(self._roots, self.phase, log=self._log)
         import coverage
 
         from lawkit.footprint.measured.cover import CoverageRecorder
@@ -161,6 +164,7 @@ class MeasuredProcess:
                 "unseen": recorder.unseen, "configuration": self.configuration.to_json(),
                 "regions": sorted(recorder.regions), "steps_again": recorder.steps_again,
                 "modules": loaded.loaded_modules(self._roots, self._names),
+                "events": recorder.event_counts(), "armed": recorder.armed_threads(),
                 "environment": {
                     "runs": recorder.env_runs(), "codes": recorder.env_codes(),
                     "everywhere": recorder.env_everywhere,

@@ -75,6 +75,14 @@ class Recorder(Protocol):
         """``[filename, phase, regions]`` for each file outside the hashed ones whose code
         started, and each context it started in."""
 
+    def event_counts(self) -> list[list[Any]]:
+        """``[phase, regions, {event kind: callbacks fired}]`` for each context: what the
+        recorder's own callbacks cost there (empty where it has none: coverage.py)."""
+
+    def armed_threads(self) -> list[list[Any]]:
+        """``[phase, regions, thread names]``: the threads live in other contexts beside each
+        context, which kept code armed there until it had run in theirs."""
+
     def env_codes(self) -> dict[str, list[list[Any]]]:
         """Where each code object outside the hashed files may have run (`record` reads it
         with its file's contexts, `env_runs`)."""

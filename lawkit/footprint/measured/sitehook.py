@@ -25,6 +25,9 @@ NAMES_ENV = "LAWKIT_FOOTPRINT_NAMES"
 COVERAGE_ENV = "LAWKIT_FOOTPRINT_COVERAGE"
 """The coverage rcfile (Python 3.11); not COVERAGE_PROCESS_START, which would start
 coverage.py from its .pth file in every process, 3.12+ ones too."""
+LOG_ENV = "LAWKIT_SYSMON_LOG"
+"""A folder: each measured process on 3.12+ writes there a log of every monitoring call its
+recorder makes (`trace`), one file per process."""
 
 
 def needed_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -60,7 +63,8 @@ def _start(folder: str) -> None:
     MeasuredProcess(folder, main=main, hook=sys.modules[__name__],
                     site=os.path.dirname(os.path.abspath(__file__)), roots=_listed(ROOTS_ENV),
                     names=_listed(NAMES_ENV), needed=needed_env(os.environ),
-                    coverage_rc=os.environ.get(COVERAGE_ENV)).install()
+                    coverage_rc=os.environ.get(COVERAGE_ENV),
+                    log=os.environ.get(LOG_ENV)).install()
 
 
 def _listed(name: str) -> tuple[str, ...]:
