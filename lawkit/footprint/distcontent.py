@@ -62,7 +62,8 @@ def file_extent(f: DistFile) -> Extent:
         steps = "steps" in f.phases
         return Extent(f.phases, (f.regions or (ANY_REGION,)) if steps else (),
                       (ANY_REGION,) if "startup" in f.phases else ())
-    return _union(unit_extent(n, u, _is_body(n, f.units)) for n, u in f.units.items())
+    bodies = _bodies(f.units)
+    return _union(unit_extent(n, u, n in bodies) for n, u in f.units.items() if u.phases)
 
 
 def dist_extent(dist: DistRecord) -> Extent:
@@ -85,9 +86,10 @@ def _union(extents: Iterable[Extent]) -> Extent:
     return Extent(sort_phases(phases), tuple(sorted(regions)), tuple(sorted(startup)))
 
 
-def _is_body(name: str, units: Mapping[str, UnitRecord]) -> bool:
-    # a class shell holds members whose names start with its own, as a hashed file's
-    return name == MODULE or any(other.startswith(name + ".") for other in units)
+def _bodies(units: Mapping[str, UnitRecord]) -> frozenset[str]:
+    """The module body and the class shells among a file's units: a class shell holds members
+    whose names start with its own, as a hashed file's."""
+    return frozenset({MODULE, *(name.rsplit(".", 1)[0] for name in units if "." in name)})
 
 
 def content_units(name: str, dist: DistRecord, pin: Pin, by_unit: bool) -> list[EnvUnit]:
@@ -137,6 +139,7 @@ def _unit_changes(name: str, dist: DistRecord, rel: str, f: DistFile,
         return [whole] if whole is not None else []
     codes = codes_of(data) or {}
     out: list[EnvUnit] = []
+    bodies = _bodies(f.units)
     for qualname, rec in f.units.items():
         found = now.get(qualname)
         if found is not None and found.digest == rec.digest:
@@ -145,7 +148,7 @@ def _unit_changes(name: str, dist: DistRecord, rel: str, f: DistFile,
                 codes.get(qualname) == rec.code:
             continue  # layout only: comments, blank lines, docstrings
         what = "gone" if found is None else "changed"
-        counted = unit_extent(qualname, rec, _is_body(qualname, f.units)).unit(
+        counted = unit_extent(qualname, rec, qualname in bodies).unit(
             _change(name, dist, f"{rel} {qualname}", what))
         if counted is not None:
             out.append(counted)

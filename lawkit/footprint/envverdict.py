@@ -275,11 +275,10 @@ def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
                 ambiguous: tuple[str, ...] | None) -> list[EnvUnit]:
     """What counts of one distribution that ran: by version and source where the target
     shows no content or the footprint kept none, else by content."""
-    extent = dist_extent(dist)
     if ambiguous is not None:  # accepted while ambiguous: every later target is asked again
         change = EnvChange(name, "ambiguous", dist.version, None, ambiguous,
                            accepted={"ambiguous": list(ambiguous)})
-        counted = extent.unit(change)
+        counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
     if pin is None or target.shows == "versions" or not dist.files:
         changes = compare(Environment(PythonBuild("", "", "", False), {name: dist.info(name)}),
@@ -287,7 +286,7 @@ def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
         if not changes:
             return []
         change = dataclasses.replace(changes[0], accepted=_identity(pin, dist, target))
-        counted = extent.unit(change)
+        counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
     found = content_units(name, dist, pin, by_unit=target.shows == "units")
     if not found:
