@@ -23,6 +23,7 @@ from lawkit.footprint.document import DistFile, DistRecord, UnitRecord, sort_pha
 from lawkit.footprint.envdiff import EnvChange
 from lawkit.footprint.environment import Pin
 from lawkit.footprint.errors import FootprintError
+from lawkit.footprint.hashcache import FileHashes
 from lawkit.footprint.lawverdict import EnvUnit
 from lawkit.footprint.units import MODULE, NORMAL, codes_of, units_of
 
@@ -92,21 +93,24 @@ def _bodies(units: Mapping[str, UnitRecord]) -> frozenset[str]:
     return frozenset({MODULE, *(name.rsplit(".", 1)[0] for name in units if "." in name)})
 
 
-def content_units(name: str, dist: DistRecord, pin: Pin, by_unit: bool) -> list[EnvUnit]:
+def content_units(name: str, dist: DistRecord, pin: Pin,
+                  hashes: FileHashes | None) -> list[EnvUnit]:
     """What differs in a distribution's files that ran, against the target's installed copy
-    (``by_unit``: hashed again and cut into units) or a manifest's sha256 of each file."""
+    (``hashes``: each file's sha256, from the cache where sound; a file that differs is read
+    and cut into units) or, without, a manifest's sha256 of each file."""
     out: list[EnvUnit] = []
     for rel, f in sorted(dist.files.items()):
         if not f.phases:
             continue
-        if by_unit:
-            data = _installed_bytes(pin, rel)
-            sha = None if data is None else hashlib.sha256(data).hexdigest()
+        if hashes is not None:
+            path = _installed(pin, rel)
+            sha = None if path is None else hashes.sha256(path)
         else:
-            data, sha = None, (pin.files or {}).get(rel)
+            sha = (pin.files or {}).get(rel)
         if sha == f.sha256:
             continue
         what = "gone" if sha is None else "differs"
+        data = _installed_bytes(pin, rel) if hashes is not None and sha is not None else None
         if data is None or f.native or not f.units:
             unit = file_extent(f).unit(_change(name, dist, rel, what))
             out += [unit] if unit is not None else []
@@ -119,11 +123,19 @@ def _change(name: str, dist: DistRecord, where: str, what: str) -> EnvChange:
     return EnvChange(name, "content", dist.version, what, url=where, how=dist.kind)
 
 
-def _installed_bytes(pin: Pin, rel: str) -> bytes | None:
+def _installed(pin: Pin, rel: str) -> str | None:
+    """Where a file of a distribution lies in the installed one; None: not installed here."""
     if pin.installed is None or not pin.installed.meta:
         return None
+    return installed_path(pin.installed, rel)
+
+
+def _installed_bytes(pin: Pin, rel: str) -> bytes | None:
+    path = _installed(pin, rel)
+    if path is None:
+        return None
     try:
-        with open(installed_path(pin.installed, rel), "rb") as f:
+        with open(path, "rb") as f:
             return f.read()
     except OSError:
         return None

@@ -41,6 +41,7 @@ from lawkit.footprint.document import (
 )
 from lawkit.footprint.envdiff import EnvChange, compare
 from lawkit.footprint.environment import STDLIB, Environment, Pin, PythonBuild, Target
+from lawkit.footprint.hashcache import FileHashes
 from lawkit.footprint.lawverdict import EnvComparison, EnvUnit
 from lawkit.footprint.units import NORMAL
 
@@ -222,10 +223,13 @@ def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,
     if file_schema < 3:
         notes.append(f"environment: {RECORD_AGAIN}")
     if target is not None:
+        hashes = FileHashes() if target.shows == "units" else None
         for name, dist in sorted(base.distributions.items()):
             if dist.phases and name != STDLIB:
                 units += _dist_units(name, dist, target.distributions.get(name), target,
-                                     base.ambiguous.get(name))
+                                     base.ambiguous.get(name), hashes)
+        if hashes is not None:
+            hashes.save()
         for name, dist in sorted(base.absent.items()):
             pin = target.distributions.get(name)
             if pin is not None and dist.phases:
@@ -272,7 +276,7 @@ def _python_change(python: PythonBuild | str, spec: EnvSpec,
 
 
 def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
-                ambiguous: tuple[str, ...] | None) -> list[EnvUnit]:
+                ambiguous: tuple[str, ...] | None, hashes: FileHashes | None) -> list[EnvUnit]:
     """What counts of one distribution that ran: by version and source where the target
     shows no content or the footprint kept none, else by content."""
     if ambiguous is not None:  # accepted while ambiguous: every later target is asked again
@@ -288,7 +292,7 @@ def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
         change = dataclasses.replace(changes[0], accepted=_identity(pin, dist, target))
         counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
-    found = content_units(name, dist, pin, by_unit=target.shows == "units")
+    found = content_units(name, dist, pin, hashes)
     if not found:
         return []
     accepted = _identity(pin, dist, target)
