@@ -316,7 +316,7 @@ def main() -> int:
                 print(f"  {region:10} {result['bare ms'][region]:8.3f} {counts[region]:6} " +
                       " ".join(f"{result[v][region]:8.3f}x" for v in variants))
             per = result.get("ns per callback")
-            if per:
+            if per and shape == "polling":  # elsewhere too few callbacks to read them by
                 print(f"  lawkit: {per['all']:.0f} ns per callback ({per['callbacks']:,.0f} "
                       "callbacks in the regions' steps, all rounds)")
     return 0

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 from lawkit.footprint.document import ANY_REGION
 
-CALLBACK_NS = 2000
+CALLBACK_NS = 2500
 """What one callback of the recorder costs the code it fires in, in nanoseconds: the threaded
 bench's polling shape (bench/footprint_threads.py), its recorded minus bare region time over
-the callbacks fired there, rounded up (docs/performance.md)."""
+the callbacks fired there, in its quietest run on a shared 2-CPU machine (2,524 ns; 1,542 and
+3,524 ns in two runs under load: docs/performance.md), rounded. A faster machine pays less, so
+the estimate errs toward warning."""
 WARN_SHARE = 0.05
 """The estimated share of a region's time past which `record` warns (the recorder's target is
 1.05x)..."""
