@@ -283,7 +283,7 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
     # armed: each of its units counts as run in every context that process was in
     before = {os.path.realpath(f): c for f, c in measurement.before.items()}
     for path, rel in sorted(by_path.items(), key=lambda item: item[1]):
-        units = units_of(tree.files[rel])
+        units = units_of(tree.files[rel], path=rel)
         codes = codes_of(tree.files[rel]) or {}
         contexts = _phases_of_units(units, measurement, path)
         records = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
 from pathlib import Path
 
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, write_footprint
@@ -246,3 +247,18 @@ def test_a_source_too_deep_for_the_parser_is_a_one_line_error_naming_it_in_footp
         assert result.stderr.startswith("lawkit: error: atom/deep.py: nested too deep for "
                                          "Python's parser ("), result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_record_names_a_hashed_source_too_deep_for_the_parser(tmp_path: Path) -> None:
+    (tmp_path / "atom").mkdir()
+    (tmp_path / "atom" / "__init__.py").write_bytes(b"")
+    (tmp_path / "atom" / "deep.py").write_bytes(b"X = " + b"1+" * 200_000 + b"1\n")
+    (tmp_path / "lawkit.toml").write_text('[digest]\npackages = ["atom"]\n')
+    (tmp_path / "run.py").write_text("import atom\n")
+    with contextlib.chdir(tmp_path):
+        result = invoke("footprint", "record", "--out", "fp.json", "--", sys.executable,
+                        "run.py")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1].startswith(
+        "lawkit: error: atom/deep.py: nested too deep for Python's parser (")
+    assert not (tmp_path / "fp.json").exists()
