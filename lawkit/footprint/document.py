@@ -363,11 +363,28 @@ def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
         if raw[:2] == b"\x1f\x8b":
             _check_decompressed_size(raw, shown)
             raw = gzip.decompress(raw)
-        doc = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, ValueError, RecursionError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise FootprintError(f"not a footprint file (JSON, or gzip of JSON): {exc}",
                              path=shown) from None
-    return _parse(doc, shown)
+    try:  # pydantic parses the JSON itself: one pass, no Python objects in between
+        model = FootprintModel.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _explained(raw, exc, shown) from None
+    return _footprint(model, shown)
+
+
+def _explained(raw: bytes, exc: ValidationError, shown: str) -> FootprintError:
+    """Why a file is not a footprint: not JSON, another schema, or its first bad key."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as err:
+        return FootprintError(f"not a footprint file (JSON, or gzip of JSON): {err}",
+                              path=shown)
+    if not isinstance(doc, dict) or str(doc.get("schema")) not in SCHEMAS:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        return FootprintError(f"schema: expected one of {sorted(SCHEMAS)}, got {got!r}: "
+                              "record it again with `lawkit footprint record`", path=shown)
+    return FootprintError(explain(exc), path=shown)
 
 
 def _check_decompressed_size(raw: bytes, shown: str) -> None:
@@ -391,20 +408,12 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(os.path.join(root, ""))
 
 
-def _parse(doc: Any, where: str) -> Footprint:
-    schema = SCHEMAS.get(str(doc.get("schema"))) if isinstance(doc, dict) else None
-    if schema is None:
-        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise FootprintError(f"schema: expected one of {sorted(SCHEMAS)}, got {got!r}: record "
-                             "it again with `lawkit footprint record`", path=where)
+def _footprint(model: FootprintModel, where: str) -> Footprint:
+    schema = SCHEMAS[model.schema_]
     for key in ("recorder", "python") if schema >= 2 else ():
-        if key not in doc:
+        if key not in model.model_fields_set:
             raise FootprintError(f"{key}: missing: record the footprint again with lawkit "
                                  "footprint record", path=where)
-    try:
-        model = FootprintModel.model_validate(doc)
-    except ValidationError as exc:
-        raise FootprintError(explain(exc), path=where) from None
     files = {path: FileRecord(f.sha256, _units(f.units, schema))
              for path, f in model.files.items()}
     if schema == 1:
