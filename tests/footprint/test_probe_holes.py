@@ -61,6 +61,38 @@ def test_code_a_thread_created_from_c_runs_with_no_region_open_counts_beyond_the
     assert helper["regions"] == ["*", "sample_s"]
 
 
+TEARDOWN = """\
+import threading
+import lawkit.footprint as fp
+from atom.helpers import helper
+from atom.held import Held
+
+local = threading.local()
+
+
+def worker():
+    with fp.region("sample_s"):
+        helper(1)
+        local.held = Held()  # freed as the thread ends, once threading no longer lists it
+
+
+fp.phase("steps")
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring's recorder")
+def test_a_python_threads_thread_local_freed_at_its_end_is_not_taken_for_a_thread_from_c(
+        engine: Path) -> None:
+    (engine / "atom" / "held.py").write_text(
+        "class Held:\n    def __del__(self):\n        self.gone = True\n")
+    doc = recorded(engine, TEARDOWN)
+    assert doc["files"]["atom/held.py"]["units"]["Held.__del__"]["phases"] == ["steps"]
+    assert doc["files"]["atom/helpers.py"]["units"]["helper"]["regions"] == ["sample_s"]
+
+
 BEFORE = """\
 import lawkit.footprint as fp
 from atom.helpers import helper

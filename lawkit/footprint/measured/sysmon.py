@@ -259,9 +259,7 @@ class SysMonRecorder:
         if isinstance(owner, threading.Thread) and own(owner):
             return
         threads = self._threads
-        threads.threaded = True
-        if not isinstance(owner, threading.Thread):
-            threads.raw = True  # threading.enumerate() will not list it
+        threads.starting(owner)
         if threads.default in self._lived:
             return  # live already: what it ran is disabled for the new thread too
         self._live_in({*self._lived, threads.default})

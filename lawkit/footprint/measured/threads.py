@@ -13,6 +13,7 @@ them before it is turned off, so those threads keep the others' code armed.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from types import CodeType, FrameType
 from typing import Any
@@ -39,6 +40,9 @@ class Threads:
         """Told once a thread created from C is seen running Python code."""
         self.known: dict[int, Any] = getattr(threading, "_active")  # noqa: B009 (private)
         """The threads ``threading`` lists, by ident (its own table, read in place)."""
+        self.started: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+        """The threads started from Python: one that ``threading`` no longer lists but that is
+        still alive is ending (its thread-local data being freed), not one created from C."""
         self.by_thread: dict[int, Context] = {}
         """The context of each thread with a region open."""
         self.default: Context = (phase, ())
@@ -124,6 +128,16 @@ class Threads:
             self._several[frozenset(named)] = None
         return contexts
 
+    def starting(self, owner: object) -> None:
+        """A thread is starting from Python: ``owner`` is its ``threading.Thread``, or
+        anything else for one from ``_thread.start_new_thread``, which threading will not
+        list."""
+        self.threaded = True
+        if isinstance(owner, threading.Thread):
+            self.started.add(owner)
+        else:
+            self.raw = True
+
     def check(self) -> None:
         """Note the calling thread if ``threading`` does not list it (`unknown`)."""
         if not self.raw and self.ident() not in self.known:
@@ -132,6 +146,9 @@ class Threads:
     def unknown(self) -> None:
         """A thread ``threading`` does not list runs Python code: one created from C (a
         ``_thread`` one was announced at its start)."""
+        ident = self.ident()
+        if any(t.ident == ident and t.is_alive() for t in list(self.started)):
+            return  # a thread of threading's, past its run, freeing its thread-local data
         self.raw = self.threaded = True
         self._from_c()
 
