@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import math
 import statistics
 import subprocess
 import sys
@@ -41,11 +42,6 @@ class RegionOverhead:
     ratio: float
     aa: float
 
-    def to_json(self) -> dict[str, object]:
-        """The region's figures as JSON."""
-        return {"region": self.region, "bare_ms": self.bare_ms, "ratio": self.ratio,
-                "aa": self.aa}
-
 
 @dataclass(frozen=True)
 class OverheadReport:
@@ -68,11 +64,6 @@ class OverheadReport:
                   for r in self.regions]
         return [head, *table]
 
-    def to_json(self) -> dict[str, object]:
-        """The report as JSON."""
-        return {"runs": self.runs, "recorder": self.recorder,
-                "regions": [r.to_json() for r in self.regions], "cost": self.cost.to_json()}
-
 
 def measure_overhead(ws: Workspace, command: Sequence[str], runs: int, *,
                      cwd: Path | None = None) -> OverheadReport:
@@ -92,9 +83,9 @@ def measure_overhead(ws: Workspace, command: Sequence[str], runs: int, *,
         kept = Kept(folder, Path(spare))
         report: RecordReport | None = None
         notes: list[str] = []
-        try:
-            for index in range(2 * runs + 1):
-                watch = RunCaptures.before(folder)
+        for index in range(2 * runs + 1):
+            watch = RunCaptures.before(folder)
+            try:
                 if index % 2:
                     report = _recorded(ws, command, Path(spare) / "footprint.json", folder,
                                        notes)
@@ -102,9 +93,8 @@ def measure_overhead(ws: Workspace, command: Sequence[str], runs: int, *,
                 else:
                     _bare(command, folder)
                     bare.append(watch.column_times())
+            finally:
                 kept.restore()
-        finally:
-            kept.restore()
     for note in dict.fromkeys(notes):  # each once, not once a run
         sys.stderr.write(note)
     assert report is not None
@@ -146,11 +136,13 @@ def _recorded(ws: Workspace, command: Sequence[str], out: Path, folder: Path,
 
 def _region(name: str, bare: list[dict[str, list[float]]],
             recorded: list[dict[str, list[float]]]) -> RegionOverhead:
-    """A region's figures, from each run's median step time."""
+    """A region's figures, from each run's median step time (a run whose bare neighbours
+    timed it at zero, below the clock's grain, left out; nan when none is left)."""
     bare_runs = [statistics.median(run[name]) for run in bare]
-    ratios = [statistics.median(run[name]) / statistics.fmean(bare_runs[i:i + 2])
-              for i, run in enumerate(recorded)]
-    aa = [b / a for a, b in itertools.pairwise(bare_runs)]
-    return RegionOverhead(name, statistics.median(bare_runs) * 1e3, statistics.median(ratios),
-                          statistics.median(aa))
+    ratios = [statistics.median(run[name]) / around for i, run in enumerate(recorded)
+              if (around := statistics.fmean(bare_runs[i:i + 2]))]
+    aa = [b / a for a, b in itertools.pairwise(bare_runs) if a]
+    return RegionOverhead(name, statistics.median(bare_runs) * 1e3,
+                          statistics.median(ratios) if ratios else math.nan,
+                          statistics.median(aa) if aa else math.nan)
 
