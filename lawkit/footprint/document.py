@@ -1,7 +1,7 @@
 """The footprint file: reading, validating and writing it (docs/footprint-file.md).
 
 JSON with sorted keys, gzip-compressed when the file name ends in ``.gz``. Its shape is
-`filemodel.FootprintModel` (pydantic validates it; ``lawkit schema footprint`` prints it); this
+`filemodel.FootprintDoc` (pydantic validates it; ``lawkit schema footprint`` prints it); this
 module turns a validated document into the frozen records the verdicts read, and back.
 
 Every unit of every hashed file is listed, with the phases in which it ran (empty when it did
@@ -38,11 +38,12 @@ from lawkit.footprint import ANY_REGION as ANY_REGION  # the home of the constan
 from lawkit.footprint.environment import DistInfo, Environment, PythonBuild
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.filemodel import (
-    ConfigurationModel,
-    DistModel,
-    EnvironmentModel,
-    FootprintModel,
-    UnitModel,
+    FOOTPRINT,
+    ConfigurationDoc,
+    DistDoc,
+    EnvironmentDoc,
+    FootprintDoc,
+    UnitDoc,
     explain,
 )
 from lawkit.fsio import ReadRefused, read_regular_file
@@ -367,10 +368,10 @@ def decode_footprint(raw: bytes, *, shown: str) -> Footprint:
         raise FootprintError(f"not a footprint file (JSON, or gzip of JSON): {exc}",
                              path=shown) from None
     try:  # pydantic parses the JSON itself: one pass, no Python objects in between
-        model = FootprintModel.model_validate_json(raw)
+        doc = FOOTPRINT.validate_json(raw)
     except ValidationError as exc:
         raise _explained(raw, exc, shown) from None
-    return _footprint(model, shown)
+    return _footprint(doc, shown)
 
 
 def _explained(raw: bytes, exc: ValidationError, shown: str) -> FootprintError:
@@ -408,67 +409,77 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(os.path.join(root, ""))
 
 
-def _footprint(model: FootprintModel, where: str) -> Footprint:
-    schema = SCHEMAS[model.schema_]
+def _footprint(doc: FootprintDoc, where: str) -> Footprint:
+    schema = SCHEMAS[doc["schema"]]
     for key in ("recorder", "python") if schema >= 2 else ():
-        if key not in model.model_fields_set:
+        if key not in doc:
             raise FootprintError(f"{key}: missing: record the footprint again with lawkit "
                                  "footprint record", path=where)
-    files = {path: FileRecord(f.sha256, _units(f.units, schema))
-             for path, f in model.files.items()}
+    files = {path: FileRecord(f["sha256"], _units(f["units"], schema))
+             for path, f in doc["files"].items()}
+    head = (doc["key"], doc["digest"], tuple(doc["command"]), doc["processes"], files)
     if schema == 1:
-        return Footprint(model.key, model.digest, tuple(model.command), model.processes, files,
-                         recorder="coverage", schema=1, file_schema=1)
-    return Footprint(model.key, model.digest, tuple(model.command), model.processes, files,
-                     recorder=model.recorder, python=model.python,
-                     regions=_sorted(model.regions), unhashed=_sorted(model.unhashed),
-                     schema=2, file_schema=schema,
-                     environment=(None if model.environment is None
-                                  else _environment(model.environment)),
-                     configuration=(None if model.configuration is None or schema < 3
-                                    else _configuration(model.configuration)))
+        return Footprint(*head, recorder="coverage", schema=1, file_schema=1)
+    environment, configuration = doc.get("environment"), doc.get("configuration")
+    return Footprint(*head, recorder=doc.get("recorder", ""), python=doc.get("python", ""),
+                     regions=_sorted(doc.get("regions", ())),
+                     unhashed=_sorted(doc.get("unhashed", ())), schema=2, file_schema=schema,
+                     environment=None if environment is None else _environment(environment),
+                     configuration=(None if configuration is None or schema < 3
+                                    else _configuration(configuration)))
 
 
-def _units(units: Mapping[str, UnitModel], schema: int) -> dict[str, UnitRecord]:
+def _units(units: Mapping[str, UnitDoc], schema: int) -> dict[str, UnitRecord]:
     out: dict[str, UnitRecord] = {}
     for name, u in units.items():
-        phases = sort_phases(set(u.phases))
-        if u.startup_regions is not None:
-            startup = _sorted(u.startup_regions)
+        phases = sort_phases(set(u["phases"]))
+        startup_regions = u.get("startup_regions")
+        if startup_regions is not None:
+            startup = _sorted(startup_regions)
         else:  # recorded before start-up runs had regions: each had none open
             startup = (ANY_REGION,) if "startup" in phases else ()
-        code, normal = (u.code, u.normal) if u.code is not None and u.normal is not None \
-            else (None, None)
-        out[name] = UnitRecord(u.digest, phases, _sorted(u.regions) if schema >= 2 else (),
-                               startup, u.shutdown, code, normal, assumed=u.assumed)
+        code, normal = u.get("code"), u.get("normal")
+        if code is None or normal is None:
+            code, normal = None, None
+        out[name] = UnitRecord(u["digest"], phases,
+                               _sorted(u.get("regions", ())) if schema >= 2 else (), startup,
+                               u.get("shutdown", False), code, normal,
+                               assumed=u.get("assumed", ""))
     return out
 
 
-def _environment(env: EnvironmentModel) -> EnvironmentRecord:
-    python = PythonBuild(env.python.version, env.python.implementation, env.python.abiflags,
-                         env.python.gil_disabled)
+def _environment(env: EnvironmentDoc) -> EnvironmentRecord:
+    py = env["python"]
+    python = PythonBuild(py["version"], py["implementation"], py["abiflags"],
+                         py["gil_disabled"])
     return EnvironmentRecord(python, {name: _distribution(d)
-                                      for name, d in env.distributions.items()},
-                             _sorted(env.unpackaged), env.everywhere,
-                             tuple(env.before_recorder))
+                                      for name, d in env["distributions"].items()},
+                             _sorted(env.get("unpackaged", ())), env.get("everywhere", False),
+                             tuple(env.get("before_recorder", ())))
 
 
-def _distribution(d: DistModel) -> DistRecord:
-    direct = None if d.direct_url is None else {"url": d.direct_url.url,
-                                                "editable": d.direct_url.editable}
-    files = {path: DistFile(f.sha256, f.native, sort_phases(set(f.phases)), _sorted(f.regions),
-                            _sorted(f.startup_regions or ()), _units(f.units, 3))
-             for path, f in d.files.items()}
-    return DistRecord(d.version, d.record or "", direct, sort_phases(set(d.phases)),
-                      _sorted(d.regions), _sorted(d.startup_regions or ()), d.install or "",
-                      d.source, d.commit, files)
+def _distribution(d: DistDoc) -> DistRecord:
+    url = d.get("direct_url")
+    direct = None if url is None else {"url": url["url"], "editable": url.get("editable", False)}
+    files = {path: DistFile(f["sha256"], f.get("native", False),
+                            sort_phases(set(f.get("phases", ()))),
+                            _sorted(f.get("regions", ())),
+                            _sorted(f.get("startup_regions") or ()),
+                            _units(f.get("units", {}), 3))
+             for path, f in d.get("files", {}).items()}
+    return DistRecord(d["version"], d.get("record") or "", direct,
+                      sort_phases(set(d.get("phases", ()))), _sorted(d.get("regions", ())),
+                      _sorted(d.get("startup_regions") or ()), d.get("install") or "",
+                      d.get("source"), d.get("commit"), files)
 
 
-def _configuration(config: ConfigurationModel) -> Configuration:
-    environ = {name: EnvRead(r.value, sort_phases(set(r.phases)), _sorted(r.regions),
-                             _sorted(r.startup_regions or ()))
-               for name, r in config.environ.items()}
-    return Configuration(environ, config.settings.model_dump(exclude_none=True))
+def _configuration(config: ConfigurationDoc) -> Configuration:
+    environ = {name: EnvRead(r["value"], sort_phases(set(r.get("phases", ()))),
+                             _sorted(r.get("regions", ())),
+                             _sorted(r.get("startup_regions") or ()))
+               for name, r in config.get("environ", {}).items()}
+    settings = {k: v for k, v in config.get("settings", {}).items() if v is not None}
+    return Configuration(environ, settings)
 
 
 def _sorted(values: Any) -> tuple[str, ...]:

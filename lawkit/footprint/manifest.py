@@ -43,7 +43,7 @@ from lawkit.footprint.environment import (
     python_build,
 )
 from lawkit.footprint.errors import FootprintError
-from lawkit.footprint.filemodel import PythonModel, explain
+from lawkit.footprint.filemodel import PythonDoc, explain
 from lawkit.footprint.measured.configuration import process_settings
 from lawkit.fsio import ReadRefused, read_regular_file, replace_files
 
@@ -176,7 +176,7 @@ class ManifestModel(_Model):
     """An environment manifest (`lawkit env export`)."""
 
     schema_: Literal["lawkit-environment/1"] = Field(alias="schema")
-    python: PythonModel
+    python: PythonDoc
     distributions: dict[str, _DistModel]
     configuration: _ConfigurationModel = Field(default_factory=_ConfigurationModel)
 
@@ -210,8 +210,8 @@ def read_manifest(path: Path, *, shown: str | None = None) -> Target:
                                                        d.install, d.source, d.commit),
                       source=d.install, files=d.files)
             for name, d in model.distributions.items()}
-    return Target(where, PythonBuild(py.version, py.implementation, py.abiflags,
-                                     py.gil_disabled), pins, "files",
+    return Target(where, PythonBuild(py["version"], py["implementation"], py["abiflags"],
+                                     py["gil_disabled"]), pins, "files",
                   model.configuration.environ, model.configuration.settings)
 
 
