@@ -4,8 +4,9 @@ each thread, and those in which some thread may run engine code before the next 
 A thread's context is its phase and open regions (the process's phase, no region open, until
 it enters one). The live contexts are those of the threads with a Python frame, but lawkit's own
 and those blocked in one of threading's waits; with one engine thread, only its own. A thread
-started from ``_thread.start_new_thread`` is not listed by ``threading``: once one started, the
-process's phase with no region open stays live. Each set of live contexts with several in it is
+started from ``_thread.start_new_thread`` is not listed by ``threading``, nor one created from C
+(seen once it runs Python code the recorder sees: `unknown`): once one is, the process's phase
+with no region open stays live. Each set of live contexts with several in it is
 kept with the names of the threads in each (`armed_threads`): a code object runs in each of
 them before it is turned off, so those threads keep the others' code armed.
 """
