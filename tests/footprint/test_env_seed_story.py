@@ -121,3 +121,35 @@ def test_the_seed_against_current(seed: Seed, monkeypatch: pytest.MonkeyPatch) -
     assert _regions() == {"sample_s": "steps", "schedule_s": "untouched"}
     assert "environ ATOM_SAMPLE_K has another value" in \
         lawkit("footprint", "diff", "fp.json", "--env", "current").stdout
+
+
+PATCH = ("import json\n\n_dumps = json.dumps\n\n\ndef dumps(obj, **kw):\n"
+         "    return _dumps(obj, **kw)\n\n\njson.dumps = dumps\n")
+
+
+def test_a_distribution_a_pth_file_imports_counts_in_every_region(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39, case 8, judged: a `.pth` imports `patcher` before the recorder starts, and it
+    patches json.dumps for every step; an edit to it moves every law, against current."""
+    from footprint_engine import copy_engine
+
+    python = new_venv(tmp_path / "venv")
+    pip(python, "install", str(write_project(tmp_path / "patcher", "patcher", "1.0", {
+        "patcher/__init__.py": PATCH, "patcher.pth": "import patcher\n"})))
+    engine = copy_engine(tmp_path / "engine")
+    (engine / "harness.py").write_text(
+        "import json\nimport lawkit.footprint as fp\nfrom atom.runner import Runner\n\n"
+        'fp.phase("steps")\nfor _ in range(2):\n    Runner().run()\n'
+        '    with fp.region("schedule_s"):\n        json.dumps({"a": 1})\n'
+        '    with fp.region("sample_s"):\n        sorted([2, 1])\n')
+    result = subprocess.run([sys.executable, "-m", "lawkit", "footprint", "record", "--out",
+                             "fp.json", "--", str(python), "harness.py"], cwd=engine,
+                            env=measured_env(), capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    site = site_packages(tmp_path / "venv")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(engine)
+    assert _regions() == {"sample_s": "untouched", "schedule_s": "untouched"}
+    installed = site / "patcher" / "__init__.py"
+    installed.write_text(PATCH.replace("_dumps(obj, **kw)", "_dumps(obj, **kw) * 30"))
+    assert _regions() == {"sample_s": "steps", "schedule_s": "steps"}
