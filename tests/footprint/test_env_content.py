@@ -14,6 +14,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -339,3 +342,23 @@ def test_a_variable_read_counts_where_it_was_read_and_a_setting_for_every_law(
     comparison = compare_env(env, _current(site), configuration=other)
     assert comparison is not None and comparison.lines()[0].startswith(
         "changed  setting switch_interval 0.5 -> ")
+
+
+def test_a_file_replaced_keeping_its_size_and_mtime_is_hashed_again(
+        editable: tuple[Path, Path, DistRecord], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hash cache of `current` is sound: `cp -p` keeps the mtime, never the ctime."""
+    project, site, helper = editable
+    monkeypatch.setenv("LAWKIT_CACHE_DIR", str(tmp_path / "cache"))
+    env = _env(("helper", helper))
+    core = project / "helper" / "core.py"
+    time.sleep(2.1)  # a file changed within 2 s of its hashing is not kept
+    assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
+    assert (tmp_path / "cache" / "file-hashes.json").is_file()
+    other = tmp_path / "core.py"
+    other.write_text(CORE.replace("max(logits)", "min(logits)"))  # the same size
+    st = core.stat()
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    shutil.copy2(other, core)
+    assert (core.stat().st_size, core.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
