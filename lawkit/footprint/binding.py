@@ -2,9 +2,9 @@
 
 ``fit --footprint FILE`` calls ``bind_footprint``: the footprint must have been recorded on the
 digest the captures ran on, and the ``fit`` provenance entry records ``Binding.to_json()``
-(``{path, sha256}``, the path relative to the workspace root). ``rekey`` and ``review`` call
-``law_file_verdict`` with the binding of the newest ``fit`` entry: a missing binding, a missing
-footprint file, or one whose sha256 differs makes the verdict ``unknown``.
+(``{path, sha256}``, the path relative to the workspace root). ``bound_footprint`` reads it
+back for check, rekey and review: a missing binding, a missing footprint file, or one whose
+sha256 differs is None, and the verdict ``unknown``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import Any
 from lawkit.config import Workspace
 from lawkit.footprint.document import Footprint, decode_footprint, inside, read_footprint_bytes
 from lawkit.footprint.errors import FootprintError
-from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 
 ReadFile = Callable[[str], bytes | None]
 """Reads a file by its path relative to the workspace root; None when there is none."""
@@ -75,21 +73,6 @@ def bound_footprint(ws: Workspace, binding: Mapping[str, Any] | None,
         return decode_footprint(raw, shown=rel)
     except FootprintError:
         return None
-
-
-def law_file_verdict(ws: Workspace, binding: Mapping[str, Any] | None, target: SourceTree,
-                     read: ReadFile | None = None, old_source: OldSource | None = None,
-                     ) -> tuple[str, FootprintDiff | None]:
-    """A law file's verdict against a target tree, with the diff behind it (None: unknown).
-
-    ``old_source`` finds the recorded files' bytes, to class layout-only changes
-    (``history.git_old_source``).
-    """
-    footprint = bound_footprint(ws, binding, read)
-    if footprint is None:
-        return "unknown", None
-    diff = diff_footprint(footprint, target, old_source)
-    return diff.verdict, diff
 
 
 def _read_work_tree(ws: Workspace, rel: str) -> bytes | None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lawkit.config import Workspace, load_workspace
-from lawkit.footprint.binding import bind_footprint, bound_footprint, law_file_verdict
+from lawkit.footprint.binding import bind_footprint, bound_footprint
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, write_footprint
 from lawkit.footprint.errors import FootprintError
-from lawkit.footprint.trees import work_tree_sources
+from lawkit.footprint.trees import SourceTree, work_tree_sources
 from lawkit.footprint.units import units_of
+from lawkit.footprint.verdict import diff_footprint
 
 SOURCE = b"LIMIT = 1\n\n\ndef step():\n    return LIMIT\n\n\ndef unused():\n    return 0\n"
 RAN = {"<module>": ("startup",), "step": ("steps",), "unused": ()}
@@ -45,18 +47,23 @@ def test_bind_refuses_a_footprint_of_another_digest(ws: Workspace) -> None:
         bind_footprint(ws, ws.root / "footprints" / "fp.json.gz", "deadbeef")
 
 
+def _verdict(ws: Workspace, binding: dict[str, Any] | None, target: SourceTree) -> str:
+    footprint = bound_footprint(ws, binding)
+    return "unknown" if footprint is None else diff_footprint(footprint, target).verdict
+
+
 def test_a_missing_or_changed_footprint_makes_the_verdict_unknown(ws: Workspace) -> None:
     digest = work_tree_sources(ws.digest).digest
     _, binding = bind_footprint(ws, ws.root / "footprints" / "fp.json.gz", digest)
     target = work_tree_sources(ws.digest)
-    assert law_file_verdict(ws, binding.to_json(), target)[0] == "untouched"
-    assert law_file_verdict(ws, None, target) == ("unknown", None)
-    assert law_file_verdict(ws, {**binding.to_json(), "sha256": "0" * 64}, target)[0] == \
+    assert _verdict(ws, binding.to_json(), target) == "untouched"
+    assert _verdict(ws, None, target) == "unknown"
+    assert _verdict(ws, {**binding.to_json(), "sha256": "0" * 64}, target) == \
         "unknown"
     (ws.root / "atom" / "m.py").write_bytes(SOURCE.replace(b"return 0", b"return 1"))
-    assert law_file_verdict(ws, binding.to_json(), work_tree_sources(ws.digest))[0] == \
+    assert _verdict(ws, binding.to_json(), work_tree_sources(ws.digest)) == \
         "untouched"
     (ws.root / "atom" / "m.py").write_bytes(SOURCE.replace(b"LIMIT = 1", b"LIMIT = 2"))
-    assert law_file_verdict(ws, binding.to_json(), work_tree_sources(ws.digest))[0] == "startup"
+    assert _verdict(ws, binding.to_json(), work_tree_sources(ws.digest)) == "startup"
     (ws.root / "footprints" / "fp.json.gz").unlink()
-    assert law_file_verdict(ws, binding.to_json(), target)[0] == "unknown"
+    assert _verdict(ws, binding.to_json(), target) == "unknown"

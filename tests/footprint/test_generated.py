@@ -22,7 +22,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from lawkit.footprint.document import Footprint, sort_phases
-from lawkit.footprint.regions import law_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import MODULE, units_of
 from lawkit.footprint.verdict import diff_footprint
@@ -165,7 +164,7 @@ def test_no_move_across_defs_and_no_header_edit_is_untouched_when_the_step_chang
         assert diff.verdict != "untouched", (order, moved, edit, after[0], output)
     for region in REGIONS:
         if after[0][region] != output[region]:
-            assert law_verdict(fp, diff, region)[1] != "untouched", (region, moved, edit)
+            assert diff.law(region)[1] != "untouched", (region, moved, edit)
 
 
 _TEXT = st.text(alphabet=st.sampled_from(list("abcxyz_01 ()[]:=+-#'\"\\\t.,@")), max_size=12)
@@ -198,7 +197,7 @@ def test_any_edit_of_a_unit_that_ran_in_a_region_makes_that_regions_laws_steps(
     diff = diff_footprint(fp, SourceTree("d2", {PATH: edited}, "edited"))
     ran = recorded[unit.qualname]
     for region in REGIONS:
-        verdict = law_verdict(fp, diff, region)
+        verdict = diff.law(region)
         if region in ran.regions or "*" in ran.regions:
             assert verdict == (region, "steps"), (unit.qualname, region, kind, text, n + 1)
         elif "startup" in ran.phases:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.config import Workspace, load_workspace
-from lawkit.footprint.binding import law_file_verdict
+from lawkit.footprint.binding import bound_footprint
 from lawkit.footprint.document import (
     MAX_FILE_BYTES,
     decode_footprint,
@@ -164,14 +164,13 @@ def test_fit_refuses_a_footprint_outside_the_workspace_saying_what_to_do(
 
 def test_a_bound_footprint_that_became_a_fifo_or_a_device_link_is_unknown(engine: Path) -> None:
     ws: Workspace = load_workspace(config=engine / "lawkit.toml")
-    target = work_tree_sources(ws.digest)
     binding = {"path": "fp.json", "sha256": "0" * 64}
     (engine / "fp.json").unlink()
     os.mkfifo(engine / "fp.json")
-    assert law_file_verdict(ws, binding, target) == ("unknown", None)
+    assert bound_footprint(ws, binding) is None  # unknown
     (engine / "fp.json").unlink()
     (engine / "fp.json").symlink_to("/dev/zero")
-    assert law_file_verdict(ws, binding, target) == ("unknown", None)
+    assert bound_footprint(ws, binding) is None  # unknown
 
 
 def test_read_footprint_without_a_workspace_still_refuses_what_is_not_a_file() -> None:

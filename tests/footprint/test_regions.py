@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, decode_footprint
-from lawkit.footprint.regions import file_verdict, law_verdict, region_verdicts, worst_verdict
+from lawkit.footprint.regions import region_verdicts, worst_verdict
 from lawkit.footprint.trees import SourceTree
 from lawkit.footprint.units import MODULE
 from lawkit.footprint.verdict import FootprintDiff, diff_footprint
@@ -49,10 +49,9 @@ def test_a_sampler_only_change_is_steps_for_the_sampler_and_untouched_for_the_sc
     fp = _footprint(ENGINE)
     diff = _diff(fp, {"atom/sampler.py": (b"return x\n", b"return x + 1\n")})
     assert region_verdicts(fp, diff) == {"sample_s": "steps", "schedule_s": "untouched"}
-    assert law_verdict(fp, diff, "sample_s") == ("sample_s", "steps")
-    assert law_verdict(fp, diff, "schedule_s") == ("schedule_s", "untouched")
-    assert file_verdict(fp, diff, ["schedule_s"]) == "untouched"
-    assert file_verdict(fp, diff, ["schedule_s", "sample_s"]) == "steps"
+    assert diff.law("sample_s") == ("sample_s", "steps")
+    assert diff.law("schedule_s") == ("schedule_s", "untouched")
+    assert worst_verdict([diff.law("schedule_s")[1], diff.law("sample_s")[1]]) == "steps"
     assert diff.verdict == "steps"  # the footprint's own verdict stays section 11's
 
 
@@ -93,11 +92,8 @@ def test_a_change_to_code_that_never_ran_is_untouched_for_every_region() -> None
 def test_a_law_whose_target_is_not_a_region_takes_the_footprints_verdict() -> None:
     fp = _footprint(ENGINE)
     diff = _diff(fp, {"atom/sampler.py": (b"return x\n", b"return x + 1\n")})
-    assert law_verdict(fp, diff, "prepare_s") == (None, "steps")
-    assert law_verdict(fp, diff, "*") == (None, "steps")
-    assert file_verdict(fp, diff, ["schedule_s", "prepare_s"]) == "steps"
-    assert law_verdict(None, None, "sample_s") == (None, "unknown")
-    assert file_verdict(None, None, ["sample_s"]) == "unknown"
+    assert diff.law("prepare_s") == (None, "steps")
+    assert diff.law("*") == (None, "steps")
 
 
 def test_a_footprint_without_top_level_regions_has_none_every_law_takes_its_verdict() -> None:
@@ -106,7 +102,7 @@ def test_a_footprint_without_top_level_regions_has_none_every_law_takes_its_verd
     fp = decode_footprint(json.dumps(doc).encode(), shown="fp.json")
     diff = _diff(fp, {"atom/sampler.py": (b"return x\n", b"return x + 1\n")})
     assert fp.regions == () and region_verdicts(fp, diff) == {}
-    assert law_verdict(fp, diff, "schedule_s") == (None, "steps")
+    assert diff.law("schedule_s") == (None, "steps")
 
 
 def test_a_changed_unit_that_ran_in_steps_without_its_regions_counts_for_every_region() -> None:
