@@ -88,7 +88,7 @@ def file_record(path: str, ran: FileRuns) -> DistFile | None:
     regions, startup = regions_in(ran.contexts, "steps"), regions_in(ran.contexts, "startup")
     if not path.endswith(".py"):
         return DistFile(sha, True, phases, regions, startup)
-    units = units_of(data)
+    units = units_of(data, path=path)
     codes = codes_of(data) or {}
     where: dict[str, set[Context]] = {u.qualname: set(ran.contexts) if ran.whole else set()
                                       for u in units}

@@ -102,13 +102,14 @@ def engine_units(base: Mapping[str, str], head: Mapping[str, str],
             continue
         if old is None:
             assert new is not None
-            deltas = tuple(UnitDelta(u.qualname, "added") for u in units_of(blobs[new]))
+            deltas = tuple(UnitDelta(u.qualname, "added") for u in units_of(blobs[new], path=shown))
             out.append(EngineFileUnits(shown, "added", False, deltas))
         elif new is None:
-            deltas = tuple(UnitDelta(u.qualname, "removed") for u in units_of(blobs[old]))
+            deltas = tuple(UnitDelta(u.qualname, "removed")
+                           for u in units_of(blobs[old], path=shown))
             out.append(EngineFileUnits(shown, "removed", False, deltas))
         else:
-            deltas = _unit_deltas(blobs[old], blobs[new])
+            deltas = _unit_deltas(blobs[old], blobs[new], shown)
             # The units partition the file (a body lists its members' names), so the file moved
             # only layout when each unit that differs did, and none was added or removed.
             layout = all(d.change == "changed" and d.layout_only for d in deltas)
@@ -116,11 +117,11 @@ def engine_units(base: Mapping[str, str], head: Mapping[str, str],
     return tuple(out)
 
 
-def _unit_deltas(old_source: bytes, new_source: bytes) -> tuple[UnitDelta, ...]:
+def _unit_deltas(old_source: bytes, new_source: bytes, shown: str) -> tuple[UnitDelta, ...]:
     """The units changed, added or removed; a changed unit is layout only when its code in the
     normal form is the same (what a footprint's verdict says of it), or, where either side is
     not valid Python, when its tokens are."""
-    old, new = units_of(old_source), units_of(new_source)
+    old, new = units_of(old_source, path=shown), units_of(new_source, path=shown)
     codes = codes_of(old_source), codes_of(new_source)
     before = {u.qualname: u for u in old}
     after = {u.qualname: u for u in new}
