@@ -225,8 +225,8 @@ def test_fit_refuses_an_atom_column_value_that_is_not_a_digest_naming_file_colum
         tmp_path: Path, value: str) -> None:
     make_workspace(tmp_path, 1)
     _captures(tmp_path, value)
-    one_line_exit_2(_fit(), f"run.csv: column atom, row 1 (line 2): {value!r}: expected a digest of 8 "
-                    "lowercase hex characters")
+    one_line_exit_2(_fit(), f"run.csv: column atom, row 1 (line 2): {value!r}: expected a "
+                    "digest of 8 lowercase hex characters")
     assert not (tmp_path / "laws" / "new.yaml").exists()
 
 
