@@ -24,7 +24,8 @@ current` runs RUNS times as a user runs it (a fresh process), the first with an 
 cache folder (cold: lawkit's caches empty; the OS page cache is not dropped) and the others
 with the cache the first left (warm). Printed: the footprint's hashed units, its
 distributions, files and units, the bytes of the files that ran, and each run's wall time
-(``--profile``: one more warm run's profile). Exit 1 when the best warm run misses 2 s.
+(``--profile``: one more warm run's profile), then RUNS runs of `footprint diff fp.json`
+without ``--env`` (the hashed files alone). Exit 1 when the best warm run misses 2 s.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testing/: shared with tests
+from testing.lawrepo import write_files
 
 TARGET_S = 2.0
 ENGINE = {"lawkit.toml": '[digest]\npackages = ["atom"]\n',
@@ -77,17 +81,6 @@ with torch.no_grad():
 """
 
 
-def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
-    """Write ``files`` (relative paths) under ``root``."""
-    for rel, data in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, bytes):
-            path.write_bytes(data)
-        else:
-            path.write_text(data)
-
-
 def synthetic_site(site: Path, files: int, units: int, native_mb: int) -> Path | None:
     """Install the synthetic distribution into ``site`` as a wheel installer would (its files
     and a dist-info whose RECORD lists them); the padded shared object, if any."""
@@ -108,7 +101,7 @@ def synthetic_site(site: Path, files: int, units: int, native_mb: int) -> Path |
         digest = base64.urlsafe_b64encode(hashlib.sha256(raw).digest()).rstrip(b"=").decode()
         record.append(f"{rel},sha256={digest},{len(raw)}\n")
     tree[f"{info}/RECORD"] = "".join(record) + f"{info}/RECORD,,\n"
-    write_tree(site, tree)
+    write_files(site, tree)
     return native
 
 
@@ -137,10 +130,10 @@ def main() -> int:
             spec = importlib.util.find_spec("transformers")
             assert spec is not None and spec.origin, "transformers is not installed"
             installed = Path(spec.origin).resolve().parent.parent
-            write_tree(engine, {"harness.py": TRANSFORMERS, "lawkit.toml":
+            write_files(engine, {"harness.py": TRANSFORMERS, "lawkit.toml":
                                 f'[digest]\nroot = "{installed}"\npackages = ["transformers"]\n'})
         else:
-            write_tree(engine, dict(ENGINE))
+            write_files(engine, dict(ENGINE))
             native = synthetic_site(site, args.files, args.units, args.native_mb)
             paths.insert(0, str(site))
             if native is not None:
@@ -189,6 +182,14 @@ def main() -> int:
             lines = profiled.stdout.splitlines()
             start = next((i for i, line in enumerate(lines) if "Ordered by" in line), 0)
             print("\n".join(lines[start:start + 34]))
+        plain = []
+        for _run in range(args.runs):
+            started = time.perf_counter()
+            subprocess.run(lawkit_cmd("footprint", "diff", "fp.json", "--json"), cwd=engine,
+                           env=env, capture_output=True, check=False)
+            plain.append(time.perf_counter() - started)
+        print(f"footprint diff without --env (the hashed files alone): best {min(plain):.2f} s, "
+              f"worst {max(plain):.2f} s over {args.runs} runs")
         warm = min(times[1:]) if len(times) > 1 else times[0]
         print(f"target: warm under {TARGET_S} s: {'met' if warm < TARGET_S else 'missed'} "
               f"(best warm {warm:.2f} s, cold {times[0]:.2f} s)")

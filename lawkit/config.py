@@ -243,11 +243,7 @@ def _workspace_of(doc: dict[str, Any], path: Path) -> Workspace:
     base = path.parent
     _reject_unknown(section, _TOP_KEYS, prefix, path)
     laws = base / _get(section, "laws", str, "laws", prefix, path)
-    digest_section = section.get("digest", {})
-    dprefix = f"{prefix}.digest" if prefix else "digest"
-    if not isinstance(digest_section, dict):
-        raise ConfigError(f"{dprefix}: expected a table", path=str(path))
-    _reject_unknown(digest_section, _DIGEST_KEYS, dprefix, path)
+    digest_section, dprefix = _table(section, "digest", _DIGEST_KEYS, prefix, path)
     length = _get(digest_section, "length", int, 8, dprefix, path)
     if not 4 <= length <= 64:
         raise ConfigError(f"{dprefix}.length: expected 4..64 hex characters, got {length}",
@@ -302,11 +298,7 @@ def _python_version(section: dict[str, Any], prefix: str, path: Path) -> str | N
 
 def _rekey_require(section: dict[str, Any], prefix: str, path: Path) -> str | None:
     """`[rekey] require`: one of `REQUIRE_LEVELS`, None when not set."""
-    rekey = section.get("rekey", {})
-    rprefix = f"{prefix}.rekey" if prefix else "rekey"
-    if not isinstance(rekey, dict):
-        raise ConfigError(f"{rprefix}: expected a table", path=str(path))
-    _reject_unknown(rekey, _REKEY_KEYS, rprefix, path)
+    rekey, rprefix = _table(section, "rekey", _REKEY_KEYS, prefix, path)
     value = rekey.get("require")
     if value is not None and value not in REQUIRE_LEVELS:
         raise ConfigError(f"{rprefix}.require: expected \"untouched\" or \"startup\", got "
@@ -326,21 +318,13 @@ def _trace_table(section: dict[str, Any], prefix: str, path: Path) -> dict[str, 
 
 def _footprint_environ(section: dict[str, Any], prefix: str, path: Path) -> tuple[str, ...]:
     """`[footprint] environ`: the secrets' names whose value a footprint keeps."""
-    table = section.get("footprint", {})
-    fprefix = f"{prefix}.footprint" if prefix else "footprint"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{fprefix}: expected a table", path=str(path))
-    _reject_unknown(table, _FOOTPRINT_KEYS, fprefix, path)
+    table, fprefix = _table(section, "footprint", _FOOTPRINT_KEYS, prefix, path)
     return _get_list(table, "environ", (), fprefix, path)
 
 
 def _score_threshold(section: dict[str, Any], prefix: str, path: Path) -> float | None:
     """`[score] max_mape`: a fraction (0.1 is 10%), None when not set."""
-    score = section.get("score", {})
-    sprefix = f"{prefix}.score" if prefix else "score"
-    if not isinstance(score, dict):
-        raise ConfigError(f"{sprefix}: expected a table", path=str(path))
-    _reject_unknown(score, _SCORE_KEYS, sprefix, path)
+    score, sprefix = _table(section, "score", _SCORE_KEYS, prefix, path)
     value = score.get("max_mape")
     if value is None:
         return None
@@ -349,6 +333,18 @@ def _score_threshold(section: dict[str, Any], prefix: str, path: Path) -> float 
         raise ConfigError(f"{sprefix}.max_mape: expected a fraction from 0 to 1 (0.1 is 10%), "
                           f"got {value!r}", path=str(path))
     return float(value)
+
+
+def _table(section: dict[str, Any], name: str, known: set[str], prefix: str,
+           path: Path) -> tuple[dict[str, Any], str]:
+    """The sub-table ``name`` (empty when not set), its keys checked against ``known``, and
+    its key path for messages."""
+    table = section.get(name, {})
+    where = f"{prefix}.{name}" if prefix else name
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table", path=str(path))
+    _reject_unknown(table, known, where, path)
+    return table, where
 
 
 def _reject_unknown(section: dict[str, Any], known: set[str], prefix: str, path: Path) -> None:

@@ -5,7 +5,7 @@ tests of environment verdicts in `footprint diff`, `check`, `rekey` and `review`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,10 @@ def write_lock(root: Path, pins: Mapping[str, str]) -> None:
     pinned by hash (a bare ``==V`` admits ``V+local``: ambiguous)."""
     (root / "requirements.txt").write_text("".join(f"{n}=={v} --hash=sha256:{'0' * 64}\n"
                                                    for n, v in pins.items()))
+
+
+EnvRepo = Callable[[Mapping[str, DistRecord], Mapping[str, str]], Path]
+"""The `env_repo` fixture (tests/conftest.py): `make_env_repo` in the test's folder, entered."""
 
 
 def make_env_repo(root: Path, dists: Mapping[str, DistRecord], pins: Mapping[str, str]) -> Path:

@@ -82,15 +82,20 @@ def init_repo(path: Path, config: str | None = CONFIG) -> Path:
     return path
 
 
-def commit(repo: Path, files: Mapping[str, str | bytes | None], message: str) -> str:
-    """Write (None: delete) the files, commit everything, and return the commit id."""
+def write_files(root: Path, files: Mapping[str, str | bytes | None]) -> None:
+    """Write each file (a path relative to ``root``, its folders made; None: delete it)."""
     for name, content in files.items():
-        path = repo / name
+        path = root / name
         if content is None:
             path.unlink()
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def commit(repo: Path, files: Mapping[str, str | bytes | None], message: str) -> str:
+    """Write (None: delete) the files, commit everything, and return the commit id."""
+    write_files(repo, files)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
     return git(repo, "rev-parse", "HEAD")

@@ -9,7 +9,7 @@ from typing import Any
 from lawkit.config import Workspace, load_workspace
 from lawkit.keying.digest import current_digest
 from lawkit.lawfiles import lawfile, lawwrite
-from testing.lawrepo import commit, git, init_repo
+from testing.lawrepo import commit, git, init_repo, write_files
 
 OLD = "59e9ff5a"  # a digest no engine tree below hashes to
 FIT_AT = "2026-10-02T11:20:00Z"
@@ -67,10 +67,7 @@ def law_text(*, key: str, labels: dict[str, Any] | None = None,
 
 def make_engine(root: Path, files: dict[str, bytes] | None = None) -> None:
     """An engine source tree below `root`."""
-    for rel, data in (files or ENGINE).items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    write_files(root, files or ENGINE)
 
 
 def files_below(folder: Path) -> dict[str, bytes]:

@@ -7,11 +7,14 @@ shared out between the xdist workers (`pytest_collection_modifyitems`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from lawkit.config import Workspace
+from lawkit.footprint.document import DistRecord
+from testing.environments import EnvRepo, make_env_repo
 from testing.lawrepo import GIT_ENV, GIT_REPO_VARIABLES
 from testing.workspaces import make_git_workspace, make_workspace
 
@@ -50,6 +53,17 @@ def stale_workspace(tmp_path: Path) -> Workspace:
 def git_workspace(tmp_path: Path) -> Path:
     """The `workspace` committed on branch main of a git repository in the test's folder."""
     return make_git_workspace(tmp_path)
+
+
+@pytest.fixture
+def env_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EnvRepo:
+    """Makes `testing.environments.make_env_repo`'s repository (its footprint naming the given
+    distributions, the lock pinning the given versions) in the test's folder, and works in it."""
+    def make(dists: Mapping[str, DistRecord], pins: Mapping[str, str]) -> Path:
+        root = make_env_repo(tmp_path / "repo", dists, pins)
+        monkeypatch.chdir(root)
+        return root
+    return make
 
 
 # The modules that take longest, with their seconds on a loaded 2-core machine (bash scripts/test

@@ -4,7 +4,7 @@ change touches (docs/footprints.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from lawkit.cli.app import (
     run,
     wants_json,
 )
+
+if TYPE_CHECKING:
+    from lawkit.footprint.cost import RecordCost
 
 footprint_app = typer.Typer(
     cls=WholeSummaries,
@@ -75,12 +78,7 @@ def record(
                            region_seconds(captures.column_times()))
         if json:
             print_json({**report.to_json(), "cost": cost.to_json()})
-        elif not quiet:
-            for line in [*report.lines(), *cost.lines()]:
-                typer.echo(line)
-        warning = cost.warning()
-        if warning:
-            typer.echo(f"lawkit footprint record: {warning}", err=True)
+        _echo_with_cost("record", report.lines(), cost, quiet=quiet or json)
         return 0
 
     run(body)
@@ -115,15 +113,21 @@ def overhead(
 
         ws = load_workspace(config=config, engine=engine)
         report = measure_overhead(ws, command, runs)
-        if not quiet:
-            for line in [*report.lines(), *report.cost.lines()]:
-                typer.echo(line)
-        warning = report.cost.warning()
-        if warning:
-            typer.echo(f"lawkit footprint overhead: {warning}", err=True)
+        _echo_with_cost("overhead", report.lines(), report.cost, quiet=quiet)
         return 0
 
     run(body)
+
+
+def _echo_with_cost(command: str, lines: list[str], cost: RecordCost, *, quiet: bool) -> None:
+    """A report's lines and the recorder's cost estimate (unless quiet), and the estimate's
+    warning on stderr."""
+    if not quiet:
+        for line in [*lines, *cost.lines()]:
+            typer.echo(line)
+    warning = cost.warning()
+    if warning:
+        typer.echo(f"lawkit footprint {command}: {warning}", err=True)
 
 
 @footprint_app.command()

@@ -17,21 +17,19 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from lawkit.footprint.dependencies import installed_path
+from lawkit.footprint.dependencies import FileRuns, distribution_records, installed_path
 from lawkit.footprint.distcontent import unit_extent
 from lawkit.footprint.document import (
     Configuration,
-    DistFile,
     DistRecord,
     EnvironmentRecord,
     EnvRead,
     UnitRecord,
-    sort_phases,
 )
 from lawkit.footprint.environment import DistInfo, installed_distributions, python_build
 from lawkit.footprint.envverdict import EnvClause, EnvSpec, applied, clause_of, compare_env
@@ -43,7 +41,9 @@ from lawkit.footprint.manifest import (
     read_manifest,
     write_manifest,
 )
-from lawkit.footprint.units import MODULE, NORMAL, codes_of, units_of
+from lawkit.footprint.measured.markers import Context
+from lawkit.footprint.owners import Attribution
+from lawkit.footprint.units import MODULE
 from testing.installs import build_wheel_of, install_egg_info, new_venv, pip, write_project
 from testing.wheels import site_packages
 
@@ -60,37 +60,21 @@ def sample(logits):
 def unused(x):
     return x + 1
 '''
-RAN: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
-    MODULE: (("startup",), (), ("*",)), "sample": (("steps",), ("sample_s",), ())}
+# Where the helper's code ran, as the measured process saves it by code object (qualname,
+# first line): its module body at start-up with no region open, `sample` in steps in the
+# sampler's region; `unused` never.
+RAN: dict[tuple[str, int], set[Context]] = {
+    ("<module>", 1): {("startup", ())}, ("sample", 6): {("steps", ("sample_s",))}}
 REGIONS = ("sample_s", "schedule_s")
 LAWS = {"sampling": "sample_s", "scheduling": "schedule_s"}
 
 
-Ran = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-
-
-def _record(info: DistInfo, ran: Mapping[str, Mapping[str, Ran]]) -> DistRecord:
-    """A distribution as the recorder writes it: each file that ran (by its path in the
-    distribution), its sha256 and units, with the phases and regions ``ran`` gives each unit."""
-    files = {}
-    for rel, units in ran.items():
-        data = Path(installed_path(info, rel)).read_bytes()
-        codes = codes_of(data) or {}
-        records = {}
-        for u in units_of(data):
-            phases, regions, startup = units.get(u.qualname, ((), (), ()))
-            records[u.qualname] = UnitRecord(u.digest, phases, regions, startup,
-                                             code=codes[u.qualname], normal=NORMAL)
-        phases = sort_phases({p for r in records.values() for p in r.phases})
-        files[rel] = DistFile(hashlib.sha256(data).hexdigest(), False, phases,
-                              tuple(sorted({g for r in records.values() for g in r.regions})),
-                              tuple(sorted({g for r in records.values()
-                                            for g in r.startup_regions})), records)
-    phases = sort_phases({p for f in files.values() for p in f.phases})
-    return DistRecord(info.version, info.record, None, phases,
-                      tuple(sorted({g for f in files.values() for g in f.regions})),
-                      tuple(sorted({g for f in files.values() for g in f.startup_regions})),
-                      info.install, info.source, info.commit, files)
+def _record(info: DistInfo, rel: str) -> DistRecord:
+    """The distribution as `record` writes it when its file ``rel`` (CORE) ran as RAN says."""
+    path = installed_path(info, rel)
+    runs = {path: FileRuns(set().union(*RAN.values()), {k: set(v) for k, v in RAN.items()})}
+    attribution = Attribution({path: info.name}, {info.name: info}, ())
+    return distribution_records(runs, attribution)[info.name]
 
 
 def _env(*dists: tuple[str, DistRecord]) -> EnvironmentRecord:
@@ -108,6 +92,21 @@ def _current(site: Path) -> EnvSpec:
     return EnvSpec(current_environment([str(site)]))
 
 
+def _helper_wheels(tmp_path: Path) -> tuple[Path, Path]:
+    """helper 1.0 (CORE as helper/core.py): its project folder, and the folder of its wheel."""
+    project = write_project(tmp_path / "helper", "helper", "1.0", {"helper/core.py": CORE})
+    build_wheel_of(project, tmp_path / "wheels")
+    return project, tmp_path / "wheels"
+
+
+def _index_install(venv: Path, wheels: Path, *requirements: str) -> tuple[Path, Path]:
+    """A fresh venv at ``venv`` with ``requirements`` installed from ``wheels`` as from an
+    index (no direct URL recorded); its Python and its site-packages."""
+    python = new_venv(venv)
+    pip(python, "install", "--find-links", str(wheels), *requirements)
+    return python, site_packages(venv)
+
+
 @pytest.fixture
 def editable(tmp_path: Path) -> tuple[Path, Path, DistRecord]:
     """helper 0.1 installed editable (`pip install -e`) in a fresh venv; its project folder,
@@ -118,7 +117,7 @@ def editable(tmp_path: Path) -> tuple[Path, Path, DistRecord]:
     site = site_packages(tmp_path / "venv")
     info = installed_distributions([str(site)])["helper"]
     assert info.install == "editable"
-    return project, site, _record(info, {"helper/core.py": RAN})
+    return project, site, _record(info, "helper/core.py")
 
 
 def test_against_current_an_editable_install_is_judged_unit_by_unit(
@@ -169,15 +168,11 @@ def test_an_accepted_editable_install_is_still_judged_unit_by_unit(
 
 def test_a_rebuild_at_the_same_version_from_an_index_is_seen_by_content(tmp_path: Path) -> None:
     """Issue 39, case 1: the same version of other code, installed as from an index."""
-    project = write_project(tmp_path / "helper", "helper", "1.0", {"helper/core.py": CORE})
-    wheels = tmp_path / "wheels"
-    build_wheel_of(project, wheels)
-    python = new_venv(tmp_path / "venv")
-    pip(python, "install", "--find-links", str(wheels), "helper==1.0")
-    site = site_packages(tmp_path / "venv")
+    project, wheels = _helper_wheels(tmp_path)
+    python, site = _index_install(tmp_path / "venv", wheels, "helper==1.0")
     info = installed_distributions([str(site)])["helper"]
     assert (info.install, info.source) == ("index", None)
-    env = _env(("helper", _record(info, {"helper/core.py": RAN})))
+    env = _env(("helper", _record(info, "helper/core.py")))
     assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
     (project / "helper" / "core.py").write_text(CORE.replace("max(", "min("))
     for old in wheels.iterdir():
@@ -229,11 +224,9 @@ def test_a_file_installed_by_two_distributions_is_judged_under_each(tmp_path: Pa
     wheels = tmp_path / "wheels"
     build_wheel_of(first, wheels)
     build_wheel_of(second, wheels)
-    python = new_venv(tmp_path / "venv")
-    pip(python, "install", "--find-links", str(wheels), "first==1.0", "second==1.0")
-    site = site_packages(tmp_path / "venv")
+    python, site = _index_install(tmp_path / "venv", wheels, "first==1.0", "second==1.0")
     found = installed_distributions([str(site)])
-    env = _env(*((name, _record(found[name], {"shared/mod.py": RAN}))
+    env = _env(*((name, _record(found[name], "shared/mod.py"))
                  for name in ("first", "second")))
     assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
     (second / "shared" / "mod.py").write_text(CORE.replace("max(", "min("))
@@ -254,7 +247,7 @@ def test_an_egg_info_install_is_a_distribution_judged_by_content(tmp_path: Path)
     site = site_packages(tmp_path / "venv")
     info = installed_distributions([str(site)])["legacylib"]
     assert (info.install, info.version) == ("egg-info", "1.0")
-    env = _env(("legacylib", _record(info, {"legacylib/core.py": RAN})))
+    env = _env(("legacylib", _record(info, "legacylib/core.py")))
     assert _verdicts(env, _current(site)) == {"sampling": "untouched", "scheduling": "untouched"}
     manifest = tmp_path / "env.json"
     write_manifest(export_manifest([str(site)]), manifest)
@@ -293,23 +286,18 @@ def test_a_manifest_exported_in_one_venv_judges_a_footprint_of_another(
         tmp_path: Path) -> None:
     """`lawkit env export`'s manifest shows content by file: a file that differs counts all
     its units, one the same counts nothing."""
-    project = write_project(tmp_path / "helper", "helper", "1.0", {"helper/core.py": CORE})
-    wheels = tmp_path / "wheels"
-    build_wheel_of(project, wheels)
-    recorded_venv = new_venv(tmp_path / "recorded")
-    pip(recorded_venv, "install", "--find-links", str(wheels), "helper==1.0")
-    site = site_packages(tmp_path / "recorded")
+    _project, wheels = _helper_wheels(tmp_path)
+    _python, site = _index_install(tmp_path / "recorded", wheels, "helper==1.0")
     env = _env(("helper", _record(installed_distributions([str(site)])["helper"],
-                                  {"helper/core.py": RAN})))
-    image = new_venv(tmp_path / "image")
-    pip(image, "install", "--find-links", str(wheels), "helper==1.0")
+                                  "helper/core.py")))
+    _python, image = _index_install(tmp_path / "image", wheels, "helper==1.0")
     manifest = tmp_path / "env.json"
-    write_manifest(export_manifest([str(site_packages(tmp_path / "image"))]), manifest)
+    write_manifest(export_manifest([str(image)]), manifest)
     spec = EnvSpec(read_manifest(manifest))
     assert _verdicts(env, spec) == {"sampling": "untouched", "scheduling": "untouched"}
-    core = site_packages(tmp_path / "image") / "helper" / "core.py"
+    core = image / "helper" / "core.py"
     core.write_text(CORE.replace("return x + 1", "return x + 2"))  # a function that never ran
-    write_manifest(export_manifest([str(site_packages(tmp_path / "image"))]), manifest)
+    write_manifest(export_manifest([str(image)]), manifest)
     # by file: the module body ran at start-up, `sample` in steps: every unit counts
     assert _verdicts(env, EnvSpec(read_manifest(manifest))) == {"sampling": "steps",
                                                                "scheduling": "startup"}

@@ -12,8 +12,6 @@ phases), `native` with no region open.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import pytest
 
 from lawkit.footprint.document import DistRecord
 from testing.cli import invoke as lawkit
-from testing.environments import footprint_bytes, make_env_repo, write_lock
+from testing.environments import EnvRepo, footprint_bytes, write_lock
 
 DISTS = {
     "torchlike": DistRecord("2.11.0", "r1", None, ("startup", "steps"), ("sample_s",),
@@ -38,13 +36,9 @@ def lock(root: Path, **versions: str) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
+def repo(env_repo: EnvRepo) -> Path:
     """Laws fitted with a footprint that recorded its environment, committed."""
-    root = make_env_repo(tmp_path / "repo", DISTS, LOCK)
-    here = os.getcwd()
-    os.chdir(root)
-    yield root
-    os.chdir(here)
+    return env_repo(DISTS, LOCK)
 
 
 def regions_of(*args: str) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -11,6 +11,7 @@ from lawkit.errors import LawkitError
 from lawkit.footprint.environment import Pin
 from lawkit.footprint.errors import LockFileError
 from lawkit.footprint.lockfiles import read_lock, read_target
+from testing.lawrepo import write_files
 
 PYLOCK = """\
 lock-version = "1.0"
@@ -61,13 +62,8 @@ resolution-markers = ["python_full_version >= '3.13'"]
 
 
 def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
+    write_files(tmp_path, {name: text})
+    return tmp_path / name
 
 
 def test_a_pylock_pins_each_package_and_a_name_at_two_versions_is_ambiguous(

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lawkit.footprint.document import DistRecord
 from testing.cli import invoke as lawkit
-from testing.environments import BASE, DIGEST, LAWS, footprint_bytes, make_env_repo, write_lock
+from testing.environments import (
+    BASE,
+    DIGEST,
+    LAWS,
+    EnvRepo,
+    footprint_bytes,
+    make_env_repo,
+    write_lock,
+)
 from testing.lawrepo import body_of, commit, init_repo, law_text
 
 DISTS = {
@@ -33,13 +39,9 @@ SAMPLING, SCHEDULING = "sampling (sample_s)", "scheduling (schedule_s)"
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
+def repo(env_repo: EnvRepo) -> Path:
     """The laws fitted with their footprint and committed; the lock beside them, uncommitted."""
-    root = make_env_repo(tmp_path / "repo", DISTS, LOCK)
-    here = os.getcwd()
-    os.chdir(root)
-    yield root
-    os.chdir(here)
+    return env_repo(DISTS, LOCK)
 
 
 def test_env_without_a_value_says_in_one_line_to_use_accept_env(repo: Path) -> None:

@@ -11,8 +11,6 @@ bumps `tokenlike` makes every law `startup`; one that bumps `torchlike` makes th
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from lawkit.errors import ConfigError, LawkitError
 from lawkit.footprint.document import DistRecord
 from lawkit.footprint.require import Require
 from testing.cli import invoke as lawkit
-from testing.environments import make_env_repo, write_lock
+from testing.environments import EnvRepo, write_lock
 
 DISTS = {
     "torchlike": DistRecord("2.11.0", "r1", None, ("startup", "steps"), ("sample_s",),
@@ -35,15 +33,12 @@ SAMPLING, SCHEDULING = "sampling (sample_s)", "scheduling (schedule_s)"
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
+def repo(env_repo: EnvRepo) -> Path:
     """The laws fitted with their footprint, the config naming the lock file as the target."""
-    root = make_env_repo(tmp_path / "repo", DISTS, LOCK)
+    root = env_repo(DISTS, LOCK)
     config = root / "lawkit.toml"
     config.write_text('environment = "requirements.txt"\n' + config.read_text())
-    here = os.getcwd()
-    os.chdir(root)
-    yield root
-    os.chdir(here)
+    return root
 
 
 def policy(root: Path, level: str) -> None:

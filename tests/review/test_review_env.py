@@ -10,8 +10,6 @@ the sampler's region, `idle` never.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from typer.testing import CliRunner
 
 from lawkit.cli import app
 from lawkit.footprint.document import DistRecord
-from testing.environments import make_env_repo, write_lock
+from testing.environments import EnvRepo, write_lock
 from testing.lawrepo import commit
 
 runner = CliRunner()
@@ -37,15 +35,12 @@ def lock(root: Path, torchlike: str = "2.11.0", idle: str = "1.0") -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
+def repo(env_repo: EnvRepo) -> Path:
     """Laws fitted with a footprint that recorded its environment, then a change that leaves
     the engine and the laws as they are."""
-    root = make_env_repo(tmp_path / "repo", DISTS, {"torchlike": "2.11.0", "idle": "1.0"})
+    root = env_repo(DISTS, {"torchlike": "2.11.0", "idle": "1.0"})
     commit(root, {"notes.txt": "nothing that moves host time\n"}, "a note")
-    here = os.getcwd()
-    os.chdir(root)
-    yield root
-    os.chdir(here)
+    return root
 
 
 def review(*args: str) -> Any:
