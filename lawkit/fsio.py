@@ -9,6 +9,9 @@ the user's repository.
 Reading: `read_regular_file` is the one bounded read of a regular file (law files, footprints,
 lock files, manifests, the check cache): never a FIFO waited on, a device streamed or a file
 past its limit held (src_digest, standalone, keeps its own).
+
+Caches (check's facts, the hashes of installed files) live outside the user's repository, in
+one folder: `cache_folder`.
 """
 
 from __future__ import annotations
@@ -233,6 +236,15 @@ class ReadRefused(Exception):
         if self.problem == "size":
             return f"larger than {self.detail}: {too_big}"
         return f"not a regular file ({self.detail}): {fix}"
+
+
+def cache_folder() -> Path:
+    """Where lawkit keeps its caches: $LAWKIT_CACHE_DIR, else $XDG_CACHE_HOME/lawkit, else
+    ~/.cache/lawkit."""
+    if os.environ.get("LAWKIT_CACHE_DIR"):
+        return Path(os.environ["LAWKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "lawkit")
 
 
 def read_regular_file(path: str | Path, limit: int, *, follow_symlinks: bool = True) -> bytes:

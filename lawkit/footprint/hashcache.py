@@ -10,8 +10,8 @@ copied or extracted anew has another inode or device. A file whose ctime was wit
 `RACY_NS` of the moment it was hashed is hashed but not kept (a filesystem's coarse timestamps
 could hide a write right after), and one whose stat changed while it was read is not kept.
 
-One JSON file (never pickle) per user, under ``$LAWKIT_CACHE_DIR``, else
-``$XDG_CACHE_HOME/lawkit``, else ``~/.cache/lawkit``: ``file-hashes.json``, written whole to a
+One JSON file (never pickle) per user, in `fsio.cache_folder` (``$LAWKIT_CACHE_DIR``, else
+``$XDG_CACHE_HOME/lawkit``, else ``~/.cache/lawkit``): ``file-hashes.json``, written whole to a
 temp file then renamed, only when something was added. A cache that cannot be read or written
 is ignored: a verdict never depends on it being there.
 """
@@ -27,21 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lawkit.fsio import cache_folder
+
 FORMAT = 1
 NAME = "file-hashes.json"
 RACY_NS = 2_000_000_000
 """A file changed this close to its hashing is not kept (FAT's mtime has 2 s steps)."""
 KEEP = 400_000
 """At most this many entries are kept (the newest), about 60 MB of JSON."""
-
-
-def cache_folder() -> Path:
-    """Where lawkit keeps caches: $LAWKIT_CACHE_DIR, else $XDG_CACHE_HOME/lawkit, else
-    ~/.cache/lawkit."""
-    if os.environ.get("LAWKIT_CACHE_DIR"):
-        return Path(os.environ["LAWKIT_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lawkit"
 
 
 def _identity(st: os.stat_result) -> list[int]:

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lawkit.fsio import ReadRefused, read_regular_file
+from lawkit.fsio import ReadRefused, cache_folder, read_regular_file
 from lawkit.keying.facts import FileFacts, Problem
 
 FORMAT = 1
@@ -70,15 +70,6 @@ def cache_wanted(flag: bool | None) -> bool:
     if flag is not None:
         return flag
     return os.environ.get("CI", "").strip().lower() in ("", "0", "false", "no")
-
-
-def cache_folder() -> Path:
-    """Where check caches live: $LAWKIT_CACHE_DIR, else $XDG_CACHE_HOME/lawkit, else
-    ~/.cache/lawkit."""
-    if os.environ.get("LAWKIT_CACHE_DIR"):
-        return Path(os.environ["LAWKIT_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "lawkit")
 
 
 class CheckCache:

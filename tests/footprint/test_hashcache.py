@@ -76,3 +76,20 @@ def test_an_unreadable_cache_is_ignored(tmp_path: Path, settled: None) -> None:
     assert hashes.sha256(str(tmp_path / "gone.so")) is None
     hashes.save()
     assert json.loads((tmp_path / "cache" / hashcache.NAME).read_text())["format"] == 1
+
+
+def test_the_hashes_live_in_the_cache_folder_check_uses(tmp_path: Path, settled: None,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """$LAWKIT_CACHE_DIR when set, else $XDG_CACHE_HOME/lawkit, as for check's cache."""
+    lib = tmp_path / "libtorch.so"
+    lib.write_bytes(b"\x7fELF one")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    hashes = FileHashes()
+    hashes.sha256(str(lib))
+    hashes.save()
+    assert (tmp_path / "xdg" / "lawkit" / hashcache.NAME).is_file()
+    monkeypatch.setenv("LAWKIT_CACHE_DIR", str(tmp_path / "mine"))
+    hashes = FileHashes()
+    hashes.sha256(str(lib))
+    hashes.save()
+    assert (tmp_path / "mine" / hashcache.NAME).is_file()
