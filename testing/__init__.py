@@ -8,6 +8,8 @@
 - `lawrepo`: the one git runner, and repositories of an engine and its law files built
   commit by commit (the review scenario).
 - `wheels`: tiny real wheels, and a venv they are installed into by pip, offline.
+- `installs`: projects with their own build backend, installed by pip (editable, from a wheel,
+  as an egg-info), offline, and the environment a venv's command is recorded in.
 - `rows`: generated capture rows with outliers, for the fitting methods' tests.
 - `environments`: a repository of laws whose footprint recorded its environment, and a lock.
 - `cli`: lawkit's command line run in the test's own process.

@@ -50,9 +50,9 @@ recorder starts with the process). A capture is driven from one thread, the one 
 steps.
 
 Part of the footprint wing (docs/development.md), whose rule it follows. May import: the
-standard library, `lawkit.footprint`'s markers, `src_digest`, `lawkit.errors` and
-`lawkit.config`; never numpy, pandas, scipy or pyarrow (Parquet's writer imports pyarrow at
-close, and only then), and never another wing.
+standard library, `lawkit.footprint`'s markers, `src_digest`, `lawkit.errors`, `lawkit.config`
+and `lawkit.fsio` (the bounded read of a host file); never numpy, pandas, scipy or pyarrow
+(Parquet's writer imports pyarrow at close, and only then), and never another wing.
 """
 
 from __future__ import annotations

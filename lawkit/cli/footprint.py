@@ -1,5 +1,5 @@
-"""`lawkit footprint record` and `lawkit footprint diff`: which engine code ran, and what a
-change touches (docs/footprints.md)."""
+"""`lawkit footprint record`, `overhead` and `diff`: which engine code ran, what recording it
+costs, and what a change touches (docs/footprints.md)."""
 
 from __future__ import annotations
 

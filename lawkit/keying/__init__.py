@@ -1,4 +1,5 @@
-"""Keying laws to the engine: digest, check (and its cache), rekey, show, schema and review.
+"""Keying laws to the engine: digest, check (and its cache), rekey, show, schema, init, review,
+and the footprint verdicts of law files (`footprints`).
 
 Light: these run in every pre-commit hook and CI job, so they start fast.
 
