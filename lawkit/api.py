@@ -185,6 +185,7 @@ def fit(
     footprint: str | Path | None = None,
     why: str | None = None,
     require: Literal["untouched", "startup"] | None = None,
+    trace_map: str | Path | None = None,
     write: bool = True,
     workspace: Workspace | str | Path | None = None,
     engine: str | Path | None = None,
@@ -199,7 +200,8 @@ def fit(
     `why` and `require` re-key the laws of `out` the fit keeps when it moves the file's key
     (`fit --why`, `--require`; default: the config's `[rekey] require`), each judged as
     `rekey` judges it, the config's environment included: without `why`, such a fit is a
-    RefusalError.
+    RefusalError; `trace_map` is `--trace-map`: a TOML file whose `[trace]` table reads the
+    traces among `captures` (default: the workspace's `[trace]`).
     """
     from lawkit.fitting import fit as lib
     from lawkit.fitting.request import build_request
@@ -208,7 +210,7 @@ def fit(
         captures, out=out, formula=formula, by=by, where=where, method=method, holdout=holdout,
         labels=labels, name=name, captured_on=captured_on, allow_negative=allow_negative,
         allow_mixed_digests=allow_mixed_digests, drop_invalid=drop_invalid, weight=weight, cv=cv,
-        footprint=footprint, why=why, require=require)
+        footprint=footprint, why=why, require=require, trace_map=trace_map)
     ws = _workspace(workspace, config=config, engine=engine)
     return lib.run_fit(request, ws) if write else lib.fit_laws(request, ws)
 
@@ -222,15 +224,18 @@ def score(
     drop_invalid: bool = False,
     keep_data: bool = False,
     require: Literal["current"] | None = None,
+    trace_map: str | Path | None = None,
     workspace: Workspace | str | Path | None = None,
     config: str | Path | None = None,
 ) -> ScoreReport:
     """`lawkit score`: each law's figures on captures (`.exit_code` is the command's).
 
     `captures` are capture paths (files, folders, globs), or rows in memory: a DataFrame or a
-    mapping of column -> array (then `law_file` may be a loaded LawFile, and `where` and
-    `drop_invalid` do not apply). `require="current"` refuses, as `lawkit.load` does, a law file
-    whose key is not the workspace's current digest.
+    mapping of column -> array (then `law_file` may be a loaded LawFile, and `where`,
+    `drop_invalid` and `trace_map` do not apply). `require="current"` refuses, as `lawkit.load`
+    does, a law file whose key is not the workspace's current digest. `trace_map` is
+    `--trace-map`: a TOML file whose `[trace]` table reads the traces among `captures`
+    (default: the workspace's `[trace]`).
     """
     from lawkit.fitting import score as lib
     from lawkit.lawfiles.lawfile import LawFile, load
@@ -242,16 +247,16 @@ def score(
         load(path, require=require, workspace=located)
 
     if not isinstance(captures, (str, Path)) and not _is_path_list(captures):
-        if where is not None or drop_invalid:
-            raise TypeError("where and drop_invalid apply to capture files; filter the rows "
-                            "in memory yourself")
+        if where is not None or drop_invalid or trace_map is not None:
+            raise TypeError("where, drop_invalid and trace_map apply to capture files; filter "
+                            "the rows in memory yourself")
         loaded = law_file if isinstance(law_file, LawFile) else load(law_file)
         return lib.score_data(loaded, captures, max_mape=max_mape, keep_data=keep_data)
     if isinstance(law_file, LawFile):
         law_file = law_file.path
     ws = _workspace(workspace, config=config)
     return lib.score(ws, law_file, _paths(captures), where=where, max_mape=max_mape,
-                     drop_invalid=drop_invalid, keep_data=keep_data)
+                     drop_invalid=drop_invalid, keep_data=keep_data, trace_map=_path(trace_map))
 
 
 def _path(value: str | Path | None) -> Path | None:

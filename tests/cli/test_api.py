@@ -3,6 +3,7 @@ reports the commands print."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -141,6 +142,42 @@ def test_score_returns_the_report_lawkit_score_prints(tmp_path: Path) -> None:
     assert result.exit_code == report.exit_code == 0, result.output
     assert report.to_json() == json.loads(result.stdout)
     assert [s.metrics.n for s in report.laws] == [32, 32]
+
+
+TRACE_MAP = """\
+[trace]
+regions = { schedule_s = "schedule" }
+
+[[trace.steps]]
+prefix = "decode["
+features = 'decode\\[bs=(?P<batch_size>\\d+)\\]'
+"""
+
+
+def test_fit_and_score_read_traces_by_a_trace_map_file_as_the_commands_do(
+        tmp_path: Path) -> None:
+    """`trace_map=` is `--trace-map`: the workspace has no [trace] table of its own."""
+    (tmp_path / "lawkit.toml").write_text('laws = "."\n')
+    (tmp_path / "map.toml").write_text(TRACE_MAP)
+    events = [e for bs in range(1, 7) for e in (
+        {"ph": "X", "name": f"decode[bs={bs}]", "ts": bs * 1000.0, "dur": 900, "pid": 1,
+         "tid": 1},
+        {"ph": "X", "name": "schedule", "ts": bs * 1000.0 + 10, "dur": 50 + 10 * bs, "pid": 1,
+         "tid": 1})]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    fit = functools.partial(lawkit.fit, "t.json", out="a.yaml", captured_on="0123abcd",
+                            formula="schedule_s ~ 1 + batch_size")
+    with pytest.raises(lawkit.LawkitError, match=r"--trace-map"):
+        fit()
+    report = fit(trace_map="map.toml")
+    terms = report.laws[0].law["terms"]
+    assert terms["1"] == pytest.approx(50e-6) and terms["batch_size"] == pytest.approx(1e-5)
+    scored = lawkit.score("a.yaml", ["t.json"], trace_map=tmp_path / "map.toml")
+    result = runner.invoke(app, ["score", "a.yaml", "t.json", "--trace-map", "map.toml",
+                                 "--json"])
+    assert result.exit_code == scored.exit_code == 0, result.output
+    assert scored.to_json() == json.loads(result.stdout)
+    assert [s.metrics.n for s in scored.laws] == [6]
 
 
 def test_score_takes_rows_in_memory_too(tmp_path: Path) -> None:
