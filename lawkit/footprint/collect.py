@@ -94,6 +94,9 @@ class Measurement:
     armed_threads: dict[str, list[str]] = field(default_factory=dict)
     """For each region in steps, the names of the threads live in another context beside it,
     which kept its code armed until it had run in theirs."""
+    unregioned_threads: set[str] = field(default_factory=set)
+    """The names of the threads that ran hashed code in steps with no region open (or were
+    live there while one did), over every process."""
 
 
 def read_markers(folder: Path) -> list[tuple[Process, dict[str, Any] | None]]:
@@ -159,6 +162,7 @@ def collect(folder: Path, command: list[dict[str, Any]]) -> Measurement:
         measurement.modules.extend(saved.get("modules", []))
         measurement.recorders.add(str(saved.get("recorder")))
         measurement.regions.update(saved.get("regions", []))
+        measurement.unregioned_threads.update(map(str, saved.get("unregioned", [])))
         _add_costs(saved, measurement)
         for path, phase, regions in saved.get("opened", []):
             opened = measurement.opened.setdefault(os.path.realpath(path), set())

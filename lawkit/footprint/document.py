@@ -15,7 +15,8 @@ ran then). A schema-1 file's unit digests are schema 1's (``units.units_of(..., 
 A schema-2 file's distributions carry ``direct_url`` instead of ``install``, ``source`` and
 ``files``: they are judged by version and install kind alone, and reports say to record again.
 A footprint without ``environment`` has ``Footprint.environment`` None; without
-``configuration`` (before schema 3), ``Footprint.configuration`` None.
+``configuration`` (before schema 3), ``Footprint.configuration`` None; without
+``unregioned_threads``, ``Footprint.unregioned_threads`` None (verdicts name no thread).
 """
 
 from __future__ import annotations
@@ -230,6 +231,10 @@ class Footprint:
     """The regions seen in the recording, sorted (``"*"`` included when it occurred)."""
     unhashed: tuple[str, ...] = ()
     """Native extension modules loaded from inside a hashed package's folder, by relpath."""
+    unregioned_threads: tuple[str, ...] | None = None
+    """The names of the threads that ran hashed code in steps with no region open (or were
+    live there while one did), sorted, over every process; None in a footprint written before
+    they were recorded. The footprint's, not each unit's."""
     schema: int = 2
     """The schema its unit digests were cut by (``units.units_of(..., schema=)``): 1 or 2."""
     environment: EnvironmentRecord | None = None
@@ -253,6 +258,8 @@ class Footprint:
             "python": self.python,
             "regions": list(self.regions),
             "unhashed": list(self.unhashed),
+            **({"unregioned_threads": list(self.unregioned_threads)}
+               if self.unregioned_threads is not None else {}),
             "files": {
                 path: {"sha256": f.sha256,
                        "units": {name: _unit_json(u) for name, u in f.units.items()}}
@@ -424,6 +431,8 @@ def _footprint(doc: FootprintDoc, where: str) -> Footprint:
     return Footprint(*head, recorder=doc.get("recorder", ""), python=doc.get("python", ""),
                      regions=_sorted(doc.get("regions", ())),
                      unhashed=_sorted(doc.get("unhashed", ())), schema=2, file_schema=schema,
+                     unregioned_threads=(None if "unregioned_threads" not in doc
+                                         else _sorted(doc["unregioned_threads"])),
                      environment=None if environment is None else _environment(environment),
                      configuration=(None if configuration is None or schema < 3
                                     else _configuration(configuration)))

@@ -164,6 +164,9 @@ class FootprintDoc(TypedDict):
     python: NotRequired[str]
     regions: NotRequired[list[str]]
     unhashed: NotRequired[list[str]]
+    unregioned_threads: NotRequired[Annotated[list[str], Field(
+        description="the threads that ran engine code in steps with no region open (or were "
+                    "live there while one did), by name, over every process")]]
     files: dict[str, FileDoc]
     environment: NotRequired[EnvironmentDoc | None]
     configuration: NotRequired[ConfigurationDoc | None]

@@ -50,6 +50,9 @@ class UnitChange:
     """A module body or class shell: it defines state for every region."""
     beside: str | None = None
     """For a new unit: the class shell or module body holding it that ran (why it counts)."""
+    threads: tuple[str, ...] = ()
+    """The threads the footprint saw run code in steps with no region open (the footprint's,
+    not this unit's: which thread ran a unit is not recorded); empty: not recorded."""
 
     def to_json(self) -> dict[str, Any]:
         """The unit as in `footprint diff --json`."""
@@ -60,9 +63,10 @@ class UnitChange:
 
     def reason(self) -> str:
         """Why the unit counts for every region where that is not plain from how it ran, as a
-        person says it: a new unit beside code that ran, a run with no region open ("" for
-        the rest: a module body or class shell, and code run only at start-up, count for every
-        region by the rule itself)."""
+        person says it: a new unit beside code that ran, a run with no region open (in steps,
+        with the threads the footprint saw run code there) ("" for the rest: a module body or
+        class shell, and code run only at start-up, count for every region by the rule
+        itself)."""
         if self.change == "new":
             return f"beside {self.beside}, which ran" if self.beside is not None else ""
         if self.body:
@@ -70,7 +74,8 @@ class UnitChange:
         if self.counts_as not in ("steps", "startup"):
             return ""
         if "steps" in self.phases and ANY_REGION in self.regions:
-            return "in steps with no region open"
+            threads = f" (threads: {', '.join(self.threads)})" if self.threads else ""
+            return f"in steps with no region open{threads}"
         if {"startup", "steps"} <= set(self.phases) and ANY_REGION in self.startup_regions:
             return "at start-up with no region open"
         return ""

@@ -310,6 +310,7 @@ def build_footprint(ws: Workspace, tree: SourceTree, measurement: Measurement,
                      recorder=recorder, python=platform.python_version(),
                      regions=tuple(sorted(seen | measurement.regions)),
                      unhashed=tuple(sorted(unhashed)),
+                     unregioned_threads=tuple(sorted(measurement.unregioned_threads)),
                      environment=build_environment(ws, by_path, measurement),
                      configuration=configuration)
 

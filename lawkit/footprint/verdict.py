@@ -142,6 +142,9 @@ def diff_footprint(footprint: Footprint, target: SourceTree,
         elif target.sha256(path) != record.sha256:
             old = _Lazy(old_source, path, record.sha256)
             changes += _file_changes(path, record.units, target.files[path], old, schema)
+    if footprint.unregioned_threads:  # named where a unit counts for running with none open
+        threads = footprint.unregioned_threads
+        changes = [dataclasses.replace(c, threads=threads) for c in changes]
     older = {u.normal for f in footprint.files.values() for u in f.units.values()
              if u.normal is not None and u.normal != NORMAL}
     return FootprintDiff(verdict_of(changes), footprint.digest, target.digest, footprint.key,

@@ -31,7 +31,8 @@ def test_record_writes_the_schema_of_section_11_with_sorted_keys(engine: Path) -
     doc = json.loads(text)
     assert text == json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     assert set(doc) == {"schema", "key", "digest", "command", "processes", "files", "recorder",
-                        "python", "regions", "unhashed", "environment", "configuration"}
+                        "python", "regions", "unhashed", "unregioned_threads", "environment",
+                        "configuration"}
     assert doc["schema"] == "lawkit-footprint/3"
     assert doc["key"] == "atom" and doc["command"] == [PY, "run.py"]
     digest = lawkit("digest", cwd=engine).stdout.strip()

@@ -9,8 +9,12 @@ while recording (``threading`` or ``_thread.start_new_thread``, which coverage.p
 trace) is traced, and a profile hook of its own names the hashed code objects it calls in its
 own phase and regions, as the 3.12 recorder does: so a pool's handler threads, which have no
 region open, do not put every unit the main thread runs in ``*``. Threads started from C are
-not seen. A call to ``sys.settrace`` or ``threading.settrace`` from outside coverage.py and the
-threading module turns the tracer off, and is noted: `record` refuses the process.
+not seen. The threads that put runs in steps in ``*`` are named (`unregioned_threads`): those
+not profiled with no region open at a switch in steps, and the profiled ones with none open
+when, since the last switch (or at a profiled thread's end), a profiled thread ran hashed code
+in steps with no region open. A call to ``sys.settrace`` or ``threading.settrace`` from
+outside coverage.py and the threading module turns the tracer off, and is noted: `record`
+refuses the process.
 """
 
 from __future__ import annotations
@@ -74,6 +78,11 @@ class CoverageRecorder:
         in every context the process was in."""
         self.entered: set[Context] = set()
         """Every context the process was in."""
+        self._unregioned: dict[str, set[str]] = {}
+        """By phase (steps, shutdown), the names of the threads whose runs counted in ``*``."""
+        self._looked = 0
+        """How many hashed code objects the profiled threads had run in steps with no region
+        open at the last `_look`."""
 
     def start(self) -> None:
         """Set the first context, trace ``_thread`` threads, note any tracer turned off."""
@@ -85,6 +94,7 @@ class CoverageRecorder:
     def switched_phase(self, name: str) -> None:
         """The process entered phase ``name``: back in ``steps`` after a shutdown, what ran in
         that shutdown ran in steps, no region open."""
+        self._look()
         if name == "shutdown" and self._phase != "shutdown":
             self._shutdown = f"shutdown@{secrets.token_hex(6)}"
         elif name == "steps":
@@ -95,12 +105,15 @@ class CoverageRecorder:
                     steps.update(self._ran.pop(context))
                 self.entered = {c for c in self.entered if c[0] != "shutdown"}
                 self.entered.add(("steps", ()))
+                self._unregioned.setdefault("steps", set()).update(
+                    self._unregioned.pop("shutdown", set()))
             self.regions.update(r for regions in self._regions.values() for r in regions)
         self._phase = name
         self._switch()
 
     def switched_regions(self, regions: tuple[str, ...]) -> None:
         """This thread's open regions are now ``regions``."""
+        self._look()
         ident = threading.get_ident()
         if regions:
             if self._phase == "steps":
@@ -136,10 +149,13 @@ class CoverageRecorder:
         self.regions = set()
         self.steps_again = []
         self.entered = set()
+        self._unregioned = {}
+        self._looked = 0
         self._switch()
 
     def save(self) -> None:
         """Stop the tracer and write coverage.py's data file."""
+        self._look()
         self._cov.stop()
         self._cov.save()
 
@@ -170,11 +186,29 @@ class CoverageRecorder:
         """Nothing: code outside the hashed files is not measured (`env_everywhere`)."""
         return {}
 
+    def unregioned_threads(self) -> list[str]:
+        """The names of the threads whose runs in steps counted in ``*``, sorted."""
+        return sorted(self._unregioned.get("steps", ()))
+
+    def _look(self) -> None:
+        """Before a switch: if a profiled thread ran hashed code in steps with no region open
+        since the last look, name the profiled threads with none open."""
+        runs = len(self._ran.get(("steps", ()), ()))
+        if runs == self._looked:
+            return
+        self._looked = runs
+        self._unregioned.setdefault("steps", set()).update(
+            t.name for t in threading.enumerate()
+            if t.ident in self._profiled and t.ident not in self._regions)
+
     def _switch(self) -> None:
         names: set[str] = {r for regions in self._regions.values() for r in regions}
-        if any(t.ident not in self._regions for t in threading.enumerate()
-               if t.ident not in self._profiled and not getattr(t, ENGINE_FREE, False)):
+        bare = [t.name for t in threading.enumerate() if t.ident not in self._regions
+                and t.ident not in self._profiled and not getattr(t, ENGINE_FREE, False)]
+        if bare:
             names.add(ANY_REGION)
+            if self._phase != "startup":
+                self._unregioned.setdefault(self._phase, set()).update(bare)
         phase = self._shutdown if self._phase == "shutdown" else self._phase
         self.entered.update((self._phase, () if r == ANY_REGION else (r,)) for r in names)
         if not names:
@@ -194,6 +228,7 @@ class CoverageRecorder:
             try:
                 return function(*a, **k)
             finally:
+                self._look()  # before this thread's name is gone
                 hook = sys.getprofile()
                 if hook != self._profile:  # a profiler took this thread's hook: unseen runs
                     self.turned_off.append(f"a profile hook ({_named(hook)}) replaced lawkit's "

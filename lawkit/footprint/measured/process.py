@@ -12,11 +12,11 @@ object made at install (`MeasuredProcess`).
    of code executed and threads started;
 4. saves, at exit, on SIGTERM (`sigterm`), on ``os._exit`` and before an exec (`patch`),
    ``<marker>.done``: what ran, the Python children, the modules loaded from the engine's
-   folders, any call that turned the recorder off, the recorder's event counts and the
-   threads that kept code armed; for the environment, the files outside the hashed ones whose
-   code ran (by context), the contexts the process was in, the shared objects it mapped, the
-   files of its loaded modules, the modules imported before the recorder, its search path and
-   its Python build (`loaded`);
+   folders, any call that turned the recorder off, the recorder's event counts, the threads
+   that kept code armed and those that ran code in steps with no region open; for the
+   environment, the files outside the hashed ones whose code ran (by context), the contexts
+   the process was in, the shared objects it mapped, the files of its loaded modules, the
+   modules imported before the recorder, its search path and its Python build (`loaded`);
 5. in a forked child (a ``multiprocessing`` worker), announces the child and starts the
    recorder over in ``steps`` with no region open.
 
@@ -165,6 +165,7 @@ class MeasuredProcess:
                 "regions": sorted(recorder.regions), "steps_again": recorder.steps_again,
                 "modules": loaded.loaded_modules(self._roots, self._names),
                 "events": recorder.event_counts(), "armed": recorder.armed_threads(),
+                "unregioned": recorder.unregioned_threads(),
                 "environment": {
                     "runs": recorder.env_runs(), "codes": recorder.env_codes(),
                     "everywhere": recorder.env_everywhere,

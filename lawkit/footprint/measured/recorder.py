@@ -87,6 +87,10 @@ class Recorder(Protocol):
         """Where each code object outside the hashed files may have run (`record` reads it
         with its file's contexts, `env_runs`)."""
 
+    def unregioned_threads(self) -> list[str]:
+        """The names of the threads that ran hashed code in steps with no region open (or were
+        live there while some thread did), sorted: the footprint's ``unregioned_threads``."""
+
 
 def hashed_files(roots: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a code object's file lies under one of the hashed packages' folders ``roots``

@@ -45,8 +45,10 @@ The tables of both tools are one class (`ledger.Ledger`, whose docstring names i
 and the tests that hold them), the threads' contexts another (`threads.Threads`). Each
 callback fired is counted by kind in the context it fired in (`event_counts`), and each set of
 live contexts with several in it is kept with its threads' names (`armed_threads`): what the
-footprint's cost report reads. ``LAWKIT_SYSMON_LOG`` adds a log of every monitoring call
-(`trace`).
+footprint's cost report reads. Before the live contexts change, the threads live in steps with
+no region open while hashed code ran there are named (`unregioned_threads`: `Threads.look`),
+and so is a thread whose stack a switch counts there. ``LAWKIT_SYSMON_LOG`` adds a log of every
+monitoring call (`trace`).
 
 Python code run inside one of the recorder's callbacks fires no event: a signal handler that
 runs there is noted (`unseen`), and `record` refuses the process.
@@ -87,7 +89,7 @@ from lawkit.footprint.measured import patch
 from lawkit.footprint.measured.ledger import ANY_STEPS, RESUME, START, THROW, Ledger, identity
 from lawkit.footprint.measured.markers import Context
 from lawkit.footprint.measured.recorder import hashed_files
-from lawkit.footprint.measured.threads import Threads, own, wait_code
+from lawkit.footprint.measured.threads import FROM_C, Threads, own, wait_code
 from lawkit.footprint.measured.trace import Trace
 
 TOOL_ID = 4
@@ -110,7 +112,7 @@ class SysMonRecorder:
         self._tracked = env_files()
         self._phase = phase
         self._threads = Threads(phase, lambda context: self._code.table(context).fired,
-                                self._relive, self._from_c)
+                                self._relive, self._from_c, self._unregioned_runs)
         self.regions: set[str] = set()
         self.turned_off: list[str] = []
         self.steps_again: list[str] = []  # the runs of a shutdown left are moved in the ledgers
@@ -259,6 +261,7 @@ class SysMonRecorder:
         if isinstance(owner, threading.Thread) and own(owner):
             return
         threads = self._threads
+        threads.look()
         threads.starting(owner)
         if threads.default in self._lived:
             return  # live already: what it ran is disabled for the new thread too
@@ -269,7 +272,11 @@ class SysMonRecorder:
         """A thread created from C (no region open) runs Python code: from now on the phase
         with no region open is live, and what ran in a region before counts as run with none
         open too, since that thread may have run it while it was turned off."""
+        self._threads.look()
+        runs = self._unregioned_runs()
         self._code.widen()
+        if self._unregioned_runs() > runs:
+            self._threads.noted_unregioned(FROM_C, self._unregioned_runs() - runs)
         self._env.widen()
         self._live_in({*self._lived, self._threads.default})
         self._rearm()
@@ -292,9 +299,11 @@ class SysMonRecorder:
         in ``steps`` after a shutdown, what ran in that shutdown ran in steps, no region
         open."""
         threads = self._threads
+        threads.look()
         if name == "steps":
             if self._phase == "shutdown":
                 self._code.steps_again()
+                threads.look(any_region=True)  # what the threads live in shutdown ran
                 self._env.steps_again()
                 if any(c[0] == "shutdown" for c in self.entered):
                     self.entered = {c for c in self.entered if c[0] != "shutdown"}
@@ -312,6 +321,7 @@ class SysMonRecorder:
 
     def switched_regions(self, regions: tuple[str, ...]) -> None:
         """This thread's open regions are now ``regions``: re-arm, count its stack there."""
+        self._threads.look()
         if regions:
             if self._phase == "steps":
                 self.regions.update(regions)
@@ -349,7 +359,9 @@ class SysMonRecorder:
         self._count_stacks([(self._threads.ident(), sys._getframe(1))])
 
     def save(self) -> None:
-        """Nothing to stop: `runs` reads what was seen."""
+        """Nothing to stop (`runs` reads what was seen): name the threads that ran code in
+        steps with no region open since the last switch."""
+        self._threads.look()
 
     def resume(self) -> None:
         """Nothing to start again: the events stayed set."""
@@ -357,6 +369,7 @@ class SysMonRecorder:
     def _count_stacks(self, stacks: Any) -> None:
         for ident, frame in stacks:
             context = self._threads.by_thread.get(ident, self._threads.default)
+            runs = self._unregioned_runs() if context == ANY_STEPS else 0
             f: FrameType | None = frame
             while f is not None:
                 code = f.f_code
@@ -365,6 +378,14 @@ class SysMonRecorder:
                 elif self._env_on and self._tracked(code.co_filename):
                     self._env.note(code, context)
                 f = f.f_back
+            if context == ANY_STEPS and self._unregioned_runs() > runs:  # a waiting thread's too
+                thread = self._threads.known.get(ident)
+                self._threads.noted_unregioned(thread.name if thread is not None else FROM_C,
+                                               self._unregioned_runs() - runs)
+
+    def _unregioned_runs(self) -> int:
+        """How many hashed code objects have run in steps with no region open."""
+        return len(self._code.ran.get(ANY_STEPS) or ())
 
     def runs(self) -> list[list[Any]]:
         """``[filename, qualname, firstlineno, phase, regions]`` for each hashed code object and
@@ -396,6 +417,11 @@ class SysMonRecorder:
         """``[phase, regions, thread names]``: the threads live in other contexts beside each
         context, which kept code armed there (`Threads.armed_threads`)."""
         return self._threads.armed_threads()
+
+    def unregioned_threads(self) -> list[str]:
+        """The names of the threads live in steps with no region open while hashed code ran
+        there (`Threads.look`), sorted."""
+        return sorted(self._threads.unregioned)
 
 
 def env_files() -> Callable[[str], bool]:

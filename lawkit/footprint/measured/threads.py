@@ -9,6 +9,10 @@ started from ``_thread.start_new_thread`` is not listed by ``threading``, nor on
 with no region open stays live. Each set of live contexts with several in it is
 kept with the names of the threads in each (`armed_threads`): a code object runs in each of
 them before it is turned off, so those threads keep the others' code armed.
+
+Before the live contexts change (`look`), if hashed code was noted in steps with no region
+open since the last look, the names of the threads live there are kept (`unregioned`): which
+thread ran it is not kept per callback, so every thread live there in that span is named.
 """
 
 from __future__ import annotations
@@ -32,9 +36,19 @@ class Threads:
     """Each thread's context, and the contexts live now."""
 
     def __init__(self, phase: str, fired: Callable[[Context], list[int]],
-                 relive: Callable[[bool], None], from_c: Callable[[], None]) -> None:
+                 relive: Callable[[bool], None], from_c: Callable[[], None],
+                 unregioned_runs: Callable[[], int]) -> None:
         self._fired = fired
         """The counts of the callbacks fired in a context."""
+        self._unregioned_runs = unregioned_runs
+        """How many hashed code objects have run in steps with no region open."""
+        self._looked = 0
+        """`_unregioned_runs` at the last `look`."""
+        self.unregioned: set[str] = set()
+        """The names of the threads live in steps with no region open while hashed code ran
+        there (`look`)."""
+        self.from_c = False
+        """A thread created from C was seen running Python code."""
         self._relive = relive
         """Find the live contexts again, and re-arm with them if told to."""
         self._from_c = from_c
@@ -87,6 +101,8 @@ class Threads:
 
     def forked(self) -> None:
         """In a forked child: the forking thread alone goes on, in steps, no region open."""
+        self.unregioned = set()  # the parent's threads are the parent's
+        self._looked = 0
         self.default = ("steps", ())
         self.by_thread = {}
         self.waiting = set()
@@ -150,7 +166,7 @@ class Threads:
         ident = self.ident()
         if any(t.ident == ident and t.is_alive() for t in list(self.started)):
             return  # a thread of threading's, past its run, freeing its thread-local data
-        self.raw = self.threaded = True
+        self.raw = self.threaded = self.from_c = True
         self._from_c()
 
     def noted_live(self, contexts: Iterable[Context]) -> None:
@@ -179,6 +195,7 @@ class Threads:
         locked = getattr(getattr(callable_, "__self__", None), "locked", None)
         if locked is not None and not locked():  # a lock free now: no wait (or a short one)
             return
+        self.look()
         self.waiting.add(ident)
         self._relive(False)
 
@@ -202,8 +219,31 @@ class Threads:
     def _woken(self, ident: int) -> None:
         """A thread back from its wait may run any code object in its context: re-arm with
         it live."""
+        self.look()
         self.waiting.discard(ident)
         self._relive(True)
+
+    def look(self, *, any_region: bool = False) -> None:
+        """Before the live contexts change: if hashed code was noted in steps with no region
+        open since the last look, keep the names of the threads live with no region open (with
+        ``any_region``, of every live thread: a shutdown's runs moved to steps)."""
+        runs = self._unregioned_runs()
+        if runs == self._looked:
+            return
+        self._looked = runs
+        by_thread, waiting = self.by_thread, self.waiting  # lawkit's own may look: at a save
+        self.unregioned.update(
+            t.name for t in threading.enumerate()
+            if t.ident not in waiting and not own(t) and (any_region or t.ident not in by_thread))
+        if self.raw:
+            self.unregioned.add(FROM_C if self.from_c else RAW_THREAD)
+
+    def noted_unregioned(self, name: str, runs: int) -> None:
+        """``runs`` code objects were noted in steps with no region open for thread ``name``
+        outside a callback (on its stack at a switch, or widened from its regions): keep its
+        name, and count them as looked at."""
+        self.unregioned.add(name)
+        self._looked += runs
 
     def armed_threads(self) -> list[list[Any]]:
         """``[phase, regions, thread names]`` for each context some other thread was live
