@@ -84,6 +84,31 @@ def test_footprint_diff_names_the_main_thread_whose_poll_ran_outside_any_region(
     assert why == ["in steps with no region open (threads: MainThread)"]
 
 
+FORKED = """\
+import os
+import lawkit.footprint as fp
+from atom.helpers import helper
+from atom.util import util_fn
+
+fp.phase("steps")
+with fp.region("sample_s"):
+    helper(0)
+    if os.fork() == 0:  # the child starts in steps with no region open
+        util_fn(0)
+        os._exit(0)
+    os.wait()
+"""
+
+
+def test_a_forked_child_s_thread_is_named_by_its_name_alone(engine: Path) -> None:
+    (engine / "harness.py").write_text(FORKED)
+    ws = load_workspace(config=engine / "lawkit.toml")
+    record_footprint(ws, [sys.executable, "harness.py"], engine / "fp.json", cwd=engine)
+    doc = json.loads((engine / "fp.json").read_text())
+    assert doc["processes"] == 2
+    assert doc["unregioned_threads"] == ["MainThread"]  # the child's; the parent ran in a region
+
+
 def test_a_unit_run_with_no_region_open_names_the_footprint_s_threads() -> None:
     poll = UnitChange("a.py", "poll", "changed", ("steps",), "steps", regions=("*",),
                       threads=("MainThread", "poller"))
