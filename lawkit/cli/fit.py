@@ -102,7 +102,7 @@ def fit(
         show_default=False)] = None,
     trace_map: Annotated[Path | None, typer.Option(
         "--trace-map", help="A TOML file with a [trace] table: which ranges of a trace are "
-        "steps, their features and regions (docs/captures.md#traces). Default: [trace] in "
+        "steps (steps = [...]), their features and regions (regions = [...]). Default: [trace] in "
         "lawkit.toml.", show_default=False)] = None,
     format: FormatOption = None,
     json: JsonOption = False,

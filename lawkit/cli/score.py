@@ -44,7 +44,7 @@ def score(
         "PNG file (needs the 'plot' extra).", show_default=False)] = None,
     trace_map: Annotated[Path | None, typer.Option(
         "--trace-map", help="A TOML file with a [trace] table: how a trace's ranges become "
-        "rows (docs/captures.md#traces). Default: [trace] in lawkit.toml.",
+        "rows (steps = [...], regions = [...]). Default: [trace] in lawkit.toml.",
         show_default=False)] = None,
     quiet: QuietOption = False,
     format: FormatOption = None,

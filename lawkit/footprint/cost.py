@@ -30,8 +30,8 @@ WARN_SECONDS = 0.001
 once there before it is turned off, which in a run of a few short steps is a share of their
 time, and nothing a capture's figures feel."""
 REMEDY = ("make it wait in one of threading's waits (queue.Queue.get, "
-          "threading.Event.wait, Condition.wait, with a timeout if the loop must wake) "
-          "(docs/footprints.md, Threads), or take the captures in a run without the recorder")
+          "threading.Event.wait, Condition.wait, with a timeout if the loop must wake), "
+          "or take the captures in a run without the recorder")
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class RecordCost:
                    "of blocking")
             return f"{head}{who}; {REMEDY}"
         return (f"{head}its code fired {worst.callbacks:,} callbacks in steps; take the "
-                "captures in a run without the recorder (docs/footprints.md)")
+                "captures in a run without the recorder")
 
     def to_json(self) -> list[dict[str, object]]:
         """Each region's cost as JSON."""

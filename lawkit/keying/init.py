@@ -33,7 +33,7 @@ class NewWorkspace:
                 f"key {self.key}) and {LAWS}/",
                 "next:",
                 "  lawkit digest",
-                "  # time the engine's steps with lawkit.capture in a harness (docs/captures.md),",
+                "  # time the engine's steps with lawkit.capture in a harness,",
                 "  # and record which engine code that run executes:",
                 "  lawkit footprint record --out footprint.json -- python HARNESS.py",
                 "  pip install 'lawkit[fit]'  # fit and score need numpy, pandas and scipy",

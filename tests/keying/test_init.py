@@ -40,7 +40,7 @@ def test_init_writes_a_config_keyed_after_the_first_package_and_prints_the_next_
         "and laws/",
         "next:",
         "  lawkit digest",
-        "  # time the engine's steps with lawkit.capture in a harness (docs/captures.md),",
+        "  # time the engine's steps with lawkit.capture in a harness,",
         "  # and record which engine code that run executes:",
         "  lawkit footprint record --out footprint.json -- python HARNESS.py",
         "  pip install 'lawkit[fit]'  # fit and score need numpy, pandas and scipy",

@@ -345,8 +345,7 @@ def _no_steps(files: Sequence[_File], mapping: TraceMapping) -> str:
         return (f"no range matches the steps ({selectors}), and the trace holds GPU kernels but "
                 "no record_function range: torch.profiler records CPU ops, record_function "
                 "ranges included, only on the thread that started it, so an engine whose steps "
-                "run in a background thread needs the profiler started in that thread "
-                "(docs/captures.md#traces)")
+                "run in a background thread needs the profiler started in that thread")
     return (f"no range matches the steps ({selectors} in {mapping.where}): fix the pattern (the "
             "trace's range names are in its \"name\" fields)")
 

@@ -254,8 +254,8 @@ def mapping_for(ws: Workspace, trace_map: Path | None) -> TraceMapping | None:
 def no_mapping(shown: str) -> CaptureError:
     """The error for a trace read without a mapping."""
     return CaptureError("a trace needs a mapping from its ranges to steps, features and regions: "
-                        "write a [trace] table in lawkit.toml or pass --trace-map FILE "
-                        "(docs/captures.md#traces)", path=shown)
+                        "write a [trace] table (steps = [...], regions = [...]) in lawkit.toml or "
+                        "pass --trace-map FILE", path=shown)
 
 
 __all__ = ["GPU_ANNOTATIONS", "SELECTORS", "Selector", "StepKind", "TraceMapping",
