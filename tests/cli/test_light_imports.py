@@ -1,5 +1,5 @@
-"""The light commands (digest, check, rekey, show, review, footprint, schema), scalar prediction
-and `lawkit.capture` never import numpy, pandas, scipy, pyarrow or matplotlib; and lawkit runs
+"""The light commands (digest, check, rekey, show, review, footprint, schema, env), scalar
+prediction and `lawkit.capture` never import numpy, pandas, scipy, pyarrow or matplotlib; and lawkit runs
 as `python -m lawkit` and as the installed `lawkit` script.
 
 Each case builds its folder, then runs its steps: a step is a fresh Python process (the code
@@ -173,6 +173,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], list[Step]]] = {
         commands((["check"], 0), watched=HEAVY + PARSERS)]),
     "rekey": (_stale_folder, [commands((["rekey", "--why", "w"], 0))]),
     "schema": (_folder, [commands((["schema"], 0))]),
+    "env export": (_folder, [commands((["env", "export", "--out", "manifest.json"], 0))]),
     "review": (_review_repo, [commands(
         (["review", "--base", "main", "--merge-with", "docs-only", "--format", "markdown"], 0))]),
     "footprint record and diff": (_engine, [
