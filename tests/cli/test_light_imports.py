@@ -1,6 +1,6 @@
 """The light commands (digest, check, rekey, show, review, footprint, schema, env), scalar
-prediction and `lawkit.capture` never import numpy, pandas, scipy, pyarrow or matplotlib; and lawkit runs
-as `python -m lawkit` and as the installed `lawkit` script.
+prediction and `lawkit.capture` never import numpy, pandas, scipy, pyarrow or matplotlib; and
+lawkit runs as `python -m lawkit` and as the installed `lawkit` script.
 
 Each case builds its folder, then runs its steps: a step is a fresh Python process (the code
 ends by printing which of the watched modules it loaded) or an action between two of them (a
