@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
-from lawkit.footprint.document import EnvironmentRecord, FileRecord, Footprint, UnitRecord
+from lawkit.footprint.document import (
+    EnvironmentRecord,
+    FileRecord,
+    Footprint,
+    UnitRecord,
+    encode_footprint,
+)
 from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.units import units_of
+from lawkit.footprint.units import NORMAL, codes_of, units_of
 
 Ran = tuple[tuple[str, ...], tuple[str, ...]]
 """Where a unit ran: its phases and its regions, in the footprint's order."""
@@ -26,3 +33,28 @@ def model_footprint(tree: SourceTree, ran: Mapping[tuple[str, str], Ran] | None 
         files[rel] = FileRecord(tree.sha256(rel), units)
     return Footprint("atom", tree.digest, ("python", "run.py"), 1, files, python="3.12.1",
                      regions=regions, schema=schema, environment=environment)
+
+
+RanIn = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+"""Where a unit ran: its phases, its regions in steps and its regions at start-up."""
+
+
+def engine_footprint_bytes(files: Mapping[str, str | None], digest: str,
+                           ran: Mapping[str, RanIn], *, regions: tuple[str, ...],
+                           unregioned_threads: tuple[str, ...] | None = None) -> bytes:
+    """The footprint file of the engine `files` (their atom/**/*.py) recorded on `digest`, each
+    unit having run where `ran` says by qualified name (nowhere when it does not name it), with
+    the codes a recorder keeps for layout-only changes."""
+    records = {}
+    for rel, text in files.items():
+        if text is None or not (rel.startswith("atom/") and rel.endswith(".py")):
+            continue
+        data = text.encode()
+        codes = codes_of(data) or {}
+        records[rel] = FileRecord(hashlib.sha256(data).hexdigest(), {
+            u.qualname: UnitRecord(u.digest, *ran.get(u.qualname, ((), (), ())),
+                                   code=codes[u.qualname], normal=NORMAL)
+            for u in units_of(data)})
+    return encode_footprint(Footprint("atom", digest, ("python", "run.py"), 1, records,
+                                      python="3.12.1", regions=regions,
+                                      unregioned_threads=unregioned_threads))

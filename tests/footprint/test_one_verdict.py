@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from lawkit.footprint.document import FileRecord, Footprint, UnitRecord, encode_footprint
-from lawkit.footprint.units import NORMAL, codes_of, units_of
 from testing.cli import invoke as lawkit
+from testing.footprints import engine_footprint_bytes
 from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n\n\n"
@@ -54,14 +53,7 @@ EXPECTED = {
 
 
 def footprint_bytes() -> bytes:
-    engine = {k: v for k, v in BASE.items()
-              if v is not None and k.startswith("atom/") and k.endswith(".py")}
-    files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
-        u.qualname: UnitRecord(u.digest, *RAN.get(u.qualname, ((), (), ())),
-                               code=(codes_of(text.encode()) or {})[u.qualname], normal=NORMAL)
-        for u in units_of(text.encode())}) for rel, text in engine.items()}
-    return encode_footprint(Footprint("atom", OLD, ("python", "run.py"), 1, files,
-                                      python="3.12.1", regions=("sample_s", "schedule_s")))
+    return engine_footprint_bytes(BASE, OLD, RAN, regions=("sample_s", "schedule_s"))
 
 
 @pytest.fixture

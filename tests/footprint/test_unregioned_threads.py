@@ -17,17 +17,15 @@ import pytest
 
 from lawkit.config import load_workspace
 from lawkit.footprint.document import (
-    FileRecord,
     Footprint,
-    UnitRecord,
     decode_footprint,
     encode_footprint,
 )
 from lawkit.footprint.lawverdict import UnitChange
 from lawkit.footprint.record import record_footprint
-from lawkit.footprint.units import NORMAL, codes_of, units_of
 from lawkit.footprint.verdict import FootprintDiff
 from testing.cli import invoke as lawkit
+from testing.footprints import engine_footprint_bytes
 from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
 
 # The engine thread waits inside its region while the main thread polls the engine's util_fn
@@ -152,15 +150,8 @@ RAN: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
 
 
 def _footprint_bytes(threads: tuple[str, ...] | None) -> bytes:
-    engine = {k: v for k, v in BASE.items()
-              if v is not None and k.startswith("atom/") and k.endswith(".py")}
-    files = {rel: FileRecord(hashlib.sha256(text.encode()).hexdigest(), {
-        u.qualname: UnitRecord(u.digest, *RAN.get(u.qualname, ((), (), ())),
-                               code=(codes_of(text.encode()) or {})[u.qualname], normal=NORMAL)
-        for u in units_of(text.encode())}) for rel, text in engine.items()}
-    return encode_footprint(Footprint("atom", OLD, ("python", "run.py"), 1, files,
-                                      python="3.12.1", regions=("*", "sample_s"),
-                                      unregioned_threads=threads))
+    return engine_footprint_bytes(BASE, OLD, RAN, regions=("*", "sample_s"),
+                                  unregioned_threads=threads)
 
 
 @pytest.fixture(params=[("MainThread",), None], ids=["recorded", "older"])
