@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import lawkit
-from testing.wheels import make_venv, site_packages
+from testing.wheels import site_packages
 
 BACKEND = '''"""A build backend of one package, for lawkit's tests (PEP 517, PEP 660)."""
 import base64
@@ -99,21 +99,6 @@ def write_project(folder: Path, name: str, version: str, files: dict[str, str]) 
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
     return folder
-
-
-def new_venv(folder: Path) -> Path:
-    """A venv (without pip: this Python's pip installs into it) at ``folder``; its Python."""
-    return make_venv(folder)
-
-
-def pip(python: Path, *args: str) -> None:
-    """Run this Python's pip on the venv of ``python``, offline: no index, no build isolation
-    (the projects' backends need nothing), no cache, no config."""
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_FIND_LINKS": ""}
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "--quiet", *args,
-                    "--no-index", "--no-build-isolation", "--no-deps", "--no-cache-dir"],
-                   check=True, env=env, capture_output=True)
 
 
 def build_wheel_of(project: Path, wheels: Path) -> Path:

@@ -60,14 +60,20 @@ def make_venv(folder: Path) -> Path:
     return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
+def pip(python: Path, *args: str) -> None:
+    """Run this Python's pip on the venv of ``python``, offline: no index, no build isolation
+    (the projects' backends need nothing), no cache, no config."""
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "PIP_FIND_LINKS": ""}
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "--quiet", *args,
+                    "--no-index", "--no-build-isolation", "--no-deps", "--no-cache-dir"],
+                   check=True, env=env, capture_output=True)
+
+
 def pip_install(python: Path, wheels: Path, *requirements: str) -> None:
     """Install ``requirements`` (``alpha==1.0``) from the wheels in ``wheels`` into the venv of
-    ``python`` with this Python's pip, offline and from no index, so that no direct URL is
-    recorded (as from an index)."""
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                    "--no-index", "--no-deps", "--no-cache-dir", "--find-links", str(wheels),
-                    *requirements], check=True, env=env)
+    ``python``, from no index, so that no direct URL is recorded (as from an index)."""
+    pip(python, "install", "--find-links", str(wheels), *requirements)
 
 
 def site_packages(venv: Path) -> Path:

@@ -44,8 +44,8 @@ from lawkit.footprint.manifest import (
 from lawkit.footprint.measured.markers import Context
 from lawkit.footprint.owners import Attribution
 from lawkit.footprint.units import MODULE
-from testing.installs import build_wheel_of, install_egg_info, new_venv, pip, write_project
-from testing.wheels import site_packages
+from testing.installs import build_wheel_of, install_egg_info, write_project
+from testing.wheels import make_venv, pip, site_packages
 
 CORE = '''\
 import os
@@ -102,7 +102,7 @@ def _helper_wheels(tmp_path: Path) -> tuple[Path, Path]:
 def _index_install(venv: Path, wheels: Path, *requirements: str) -> tuple[Path, Path]:
     """A fresh venv at ``venv`` with ``requirements`` installed from ``wheels`` as from an
     index (no direct URL recorded); its Python and its site-packages."""
-    python = new_venv(venv)
+    python = make_venv(venv)
     pip(python, "install", "--find-links", str(wheels), *requirements)
     return python, site_packages(venv)
 
@@ -112,7 +112,7 @@ def editable(tmp_path: Path) -> tuple[Path, Path, DistRecord]:
     """helper 0.1 installed editable (`pip install -e`) in a fresh venv; its project folder,
     the venv's site-packages and the recorded distribution."""
     project = write_project(tmp_path / "helper", "helper", "0.1", {"helper/core.py": CORE})
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     pip(python, "install", "-e", str(project))
     site = site_packages(tmp_path / "venv")
     info = installed_distributions([str(site)])["helper"]
@@ -242,7 +242,7 @@ def test_a_file_installed_by_two_distributions_is_judged_under_each(tmp_path: Pa
 
 def test_an_egg_info_install_is_a_distribution_judged_by_content(tmp_path: Path) -> None:
     """Issue 39, case 7."""
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     package = install_egg_info(python, "legacylib", "1.0", {"core.py": CORE})
     site = site_packages(tmp_path / "venv")
     info = installed_distributions([str(site)])["legacylib"]

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from testing.cli import invoke as lawkit
-from testing.installs import measured_env, new_venv, pip, write_project
+from testing.installs import measured_env, write_project
 from testing.lawrepo import body_of, law_text
-from testing.wheels import site_packages
+from testing.wheels import make_venv, pip, site_packages
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 12),
                                 reason="dependencies by region: sys.monitoring")
@@ -67,7 +67,7 @@ class Seed:
 def seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seed]:
     from footprint_engine import copy_engine
 
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     helper = write_project(tmp_path / "helper", "helper", "0.1", {"helper/core.py": HELPER})
     pip(python, "install", "-e", str(helper))
     engine = copy_engine(tmp_path / "engine")
@@ -133,7 +133,7 @@ def test_a_distribution_a_pth_file_imports_counts_in_every_region(
     patches json.dumps for every step; an edit to it moves every law, against current."""
     from footprint_engine import copy_engine
 
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     pip(python, "install", str(write_project(tmp_path / "patcher", "patcher", "1.0", {
         "patcher/__init__.py": PATCH, "patcher.pth": "import patcher\n"})))
     engine = copy_engine(tmp_path / "engine")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from footprint_engine import record_harness, recorded
 
-from testing.installs import measured_env, new_venv
-from testing.wheels import site_packages
+from testing.installs import measured_env
+from testing.wheels import make_venv, site_packages
 
 FROM_C = """\
 import ctypes, threading
@@ -107,7 +107,7 @@ with fp.region("sample_s"):
                     reason="the bare venv holds no coverage.py, which 3.11's recorder needs")
 def test_a_hashed_module_a_pth_file_imports_before_the_recorder_counts_as_run_everywhere(
         engine: Path, tmp_path: Path) -> None:
-    python = new_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv")
     (site_packages(python.parent.parent) / "early.pth").write_text(
         f"import sys; sys.path.insert(0, {str(engine)!r}); import atom.helpers\n")
     (engine / "harness.py").write_text(BEFORE)

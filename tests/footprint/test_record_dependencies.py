@@ -16,14 +16,8 @@ from typing import Any
 
 import pytest
 
-from testing.installs import (
-    build_wheel_of,
-    install_egg_info,
-    measured_env,
-    new_venv,
-    pip,
-    write_project,
-)
+from testing.installs import build_wheel_of, install_egg_info, measured_env, write_project
+from testing.wheels import make_venv, pip
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 12),
                                 reason="units of dependencies by region: sys.monitoring")
@@ -62,7 +56,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     """One recording of HARNESS in a venv holding every kind of install; the footprint's
     environment and the project folder of the editable install."""
     base = tmp_path_factory.mktemp("deps")
-    python = new_venv(base / "venv")
+    python = make_venv(base / "venv")
     helper = write_project(base / "helper", "helper", "0.1", {"helper/core.py": HELPER})
     pip(python, "install", "-e", str(helper))
     indexed = write_project(base / "indexed", "indexed", "1.0",

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from testing.installs import measured_env, new_venv, pip, write_project
+from testing.installs import measured_env, write_project
 from testing.lawrepo import commit, fit_entry, git, init_repo, law_text
-from testing.wheels import site_packages
+from testing.wheels import make_venv, pip, site_packages
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 12),
                                 reason="units of dependencies by region: sys.monitoring")
@@ -85,7 +85,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     """Record the harness in a venv with the helper installed editable, fit the two laws on
     that footprint, commit; then a comment in the scheduler, re-keyed, committed."""
     base = tmp_path_factory.mktemp("seed")
-    python = new_venv(base / "venv")
+    python = make_venv(base / "venv")
     helper = write_project(base / "helper", "helper", "0.1", {"helper/core.py": HELPER})
     pip(python, "install", "-e", str(helper))
     repo = init_repo(base / "repo", CONFIG)
