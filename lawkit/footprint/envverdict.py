@@ -174,12 +174,16 @@ def _python_of(python: PythonBuild | str, new: Any) -> PythonBuild | str:
 def _accepted(dist: DistRecord, new: Any) -> DistRecord:
     """A distribution as accepted: an identity replaces its version, install, source and files
     (each file's sha256 and its units' code digests, where the target showed them; the
-    recorded runs kept); a bare version (an older clause) keeps no file, so it is judged by
-    version."""
+    recorded runs kept). A bare version (a lock file's acceptance, or an older clause) shows
+    no content: each file that ran keeps its runs and loses its sha256 and codes, so a target
+    that shows content counts what ran there changed until it is accepted against one."""
     if not isinstance(new, dict) or "ambiguous" in new:
         version = str(new) if not isinstance(new, dict) else dist.version
+        unknown = {rel: dataclasses.replace(f, sha256="", units={
+            q: dataclasses.replace(u, digest="", code=None, normal=None)
+            for q, u in f.units.items()}) for rel, f in dist.files.items()}
         return dataclasses.replace(dist, version=version, install="index", source=None,
-                                   direct_url=None, files={})
+                                   direct_url=None, files=unknown)
     listed = new.get("files")
     shown: dict[str, Any] = listed if isinstance(listed, dict) else {}
     files: dict[str, DistFile] = {}

@@ -183,6 +183,33 @@ def test_a_rebuild_at_the_same_version_from_an_index_is_seen_by_content(tmp_path
     assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
 
 
+def test_a_version_accepted_from_a_lock_shows_no_content_so_current_counts_it_changed(
+        tmp_path: Path) -> None:
+    """A lock file shows versions only: after `rekey --accept-env` against one, the same
+    version rebuilt with other code and installed as from an index is not read as unchanged
+    against current; accepting against current records the content again."""
+    project, wheels = _helper_wheels(tmp_path)
+    python, site = _index_install(tmp_path / "venv", wheels, "helper==1.0")
+    env = _env(("helper", _record(installed_distributions([str(site)])["helper"],
+                                  "helper/core.py")))
+    clauses: list[EnvClause] = [{"helper": ("1.0", "1.0")}]  # what a lock's acceptance keeps
+    (project / "helper" / "core.py").write_text(CORE.replace("return x + 1", "return x + 2"))
+    for old in wheels.iterdir():
+        old.unlink()
+    build_wheel_of(project, wheels)
+    pip(python, "install", "--force-reinstall", "--find-links", str(wheels), "helper==1.0")
+    # its content is unknown since the lock's acceptance: every unit that ran counts as
+    # changed where it ran (the function in sample_s, the module body at start-up)
+    assert _verdicts(env, _current(site), clauses) == {"sampling": "steps",
+                                                       "scheduling": "startup"}
+    comparison = compare_env(env, _current(site), clauses)
+    assert comparison is not None
+    clauses.append({name: (old, new) for name, (old, new) in json.loads(json.dumps(
+        clause_of(comparison))).items()})
+    assert _verdicts(env, _current(site), clauses) == {"sampling": "untouched",
+                                                       "scheduling": "untouched"}
+
+
 def test_a_lock_shows_versions_and_sources_only(editable: tuple[Path, Path, DistRecord],
                                                 tmp_path: Path) -> None:
     """Issue 39, cases 2 and 3, and what a lock file could not show, said in one line."""
