@@ -28,7 +28,7 @@ import json
 import os
 import secrets
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -422,7 +422,7 @@ def _footprint(doc: FootprintDoc, where: str) -> Footprint:
         if key not in doc:
             raise FootprintError(f"{key}: missing: record the footprint again with lawkit "
                                  "footprint record", path=where)
-    files = {path: FileRecord(f["sha256"], _units(f["units"], schema))
+    files = {path: FileRecord(f["sha256"], LazyUnits(f["units"], schema))
              for path, f in doc["files"].items()}
     head = (doc["key"], doc["digest"], tuple(doc["command"]), doc["processes"], files)
     if schema == 1:
@@ -438,22 +438,76 @@ def _footprint(doc: FootprintDoc, where: str) -> Footprint:
                                     else _configuration(configuration)))
 
 
+class LazyUnits(Mapping[str, UnitRecord]):
+    """A recorded file's units by qualified name, validated with the file and turned into
+    records on first use. A footprint of a large engine lists about a hundred thousand units,
+    most of them in files whose bytes did not change, which no verdict reads: building their
+    records was most of the time ``footprint diff`` took (bench/footprint_env_diff.py)."""
+
+    __slots__ = ("_docs", "_records", "_schema")
+
+    def __init__(self, docs: Mapping[str, UnitDoc], schema: int) -> None:
+        self._docs = docs
+        self._schema = schema
+        self._records: dict[str, UnitRecord] | None = None
+
+    def _built(self) -> dict[str, UnitRecord]:
+        if self._records is None:
+            self._records = _units(self._docs, self._schema)
+        return self._records
+
+    def __getitem__(self, name: str) -> UnitRecord:
+        return self._built()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._docs)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._docs
+
+    def __repr__(self) -> str:
+        return f"LazyUnits({self._built()!r})"
+
+    def normal_forms(self) -> set[int]:
+        """The normal-form versions its code digests were cut by, read without building a
+        record."""
+        return {n for u in self._docs.values()
+                if (n := u.get("normal")) is not None and u.get("code") is not None}
+
+
+def normal_forms(units: Mapping[str, UnitRecord]) -> set[int]:
+    """The normal-form versions a file's unit code digests were cut by."""
+    if isinstance(units, LazyUnits):
+        return units.normal_forms()
+    return {u.normal for u in units.values() if u.normal is not None}
+
+
+_Runs = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+"""A unit's phases, regions in steps and regions at start-up."""
+
+
 def _units(units: Mapping[str, UnitDoc], schema: int) -> dict[str, UnitRecord]:
     out: dict[str, UnitRecord] = {}
+    runs: dict[tuple[Any, ...], _Runs] = {}  # most units share one of a few
     for name, u in units.items():
-        phases = sort_phases(set(u["phases"]))
         startup_regions = u.get("startup_regions")
-        if startup_regions is not None:
-            startup = _sorted(startup_regions)
-        else:  # recorded before start-up runs had regions: each had none open
-            startup = (ANY_REGION,) if "startup" in phases else ()
+        key = (tuple(u["phases"]), tuple(u.get("regions", ())) if schema >= 2 else (),
+               None if startup_regions is None else tuple(startup_regions))
+        if (ran := runs.get(key)) is None:
+            phases = sort_phases(set(key[0]))
+            if key[2] is not None:
+                startup = _sorted(key[2])
+            else:  # recorded before start-up runs had regions: each had none open
+                startup = (ANY_REGION,) if "startup" in phases else ()
+            ran = runs[key] = (phases, _sorted(key[1]), startup)
         code, normal = u.get("code"), u.get("normal")
         if code is None or normal is None:
             code, normal = None, None
-        out[name] = UnitRecord(u["digest"], phases,
-                               _sorted(u.get("regions", ())) if schema >= 2 else (), startup,
-                               u.get("shutdown", False), code, normal,
-                               assumed=u.get("assumed", ""))
+        out[name] = UnitRecord(u["digest"], ran[0], ran[1], ran[2], u.get("shutdown", False),
+                               code, normal, assumed=u.get("assumed", ""))
     return out
 
 
@@ -474,7 +528,7 @@ def _distribution(d: DistDoc) -> DistRecord:
                             sort_phases(set(f.get("phases", ()))),
                             _sorted(f.get("regions", ())),
                             _sorted(f.get("startup_regions") or ()),
-                            _units(f.get("units", {}), 3))
+                            LazyUnits(f.get("units", {}), 3))
              for path, f in d.get("files", {}).items()}
     return DistRecord(d["version"], d.get("record") or "", direct,
                       sort_phases(set(d.get("phases", ()))), _sorted(d.get("regions", ())),

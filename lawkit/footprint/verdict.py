@@ -22,7 +22,7 @@ from typing import Any
 
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, printable
-from lawkit.footprint.document import Footprint, UnitRecord
+from lawkit.footprint.document import Footprint, UnitRecord, normal_forms
 from lawkit.footprint.lawverdict import (
     LAYOUT_ONLY,
     VERDICTS,
@@ -145,8 +145,7 @@ def diff_footprint(footprint: Footprint, target: SourceTree,
     if footprint.unregioned_threads:  # named where a unit counts for running with none open
         threads = footprint.unregioned_threads
         changes = [dataclasses.replace(c, threads=threads) for c in changes]
-    older = {u.normal for f in footprint.files.values() for u in f.units.values()
-             if u.normal is not None and u.normal != NORMAL}
+    older = {n for f in footprint.files.values() for n in normal_forms(f.units) if n != NORMAL}
     return FootprintDiff(verdict_of(changes), footprint.digest, target.digest, footprint.key,
                          tuple(changes), schema, footprint.regions,
                          normal=min(older) if older else None)

@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from lawkit.footprint.document import decode_footprint, encode_footprint
+from lawkit.footprint.document import (
+    UnitRecord,
+    decode_footprint,
+    encode_footprint,
+    normal_forms,
+)
 from lawkit.footprint.errors import FootprintError
 from testing.cli import invoke as lawkit
 
@@ -61,6 +66,18 @@ def test_a_schema_3_footprint_reads_its_distributions_by_file_and_its_configurat
     assert fp.configuration.settings["gc_threshold"] == [700, 10, 10]
     again = decode_footprint(encode_footprint(fp), shown="again.json")
     assert again == fp
+
+
+def test_units_turned_into_records_on_first_use_are_the_units_recorded() -> None:
+    doc = _doc()
+    doc["files"]["engine/core.py"]["units"]["f"] = {
+        "digest": "d2", "phases": [], "regions": [], "normal": 3}  # no code: no normal form
+    units = _read(doc).files["engine/core.py"].units
+    assert (len(units), "f" in units, normal_forms(units)) == (2, True, {1})
+    assert dict(units) == {
+        "<module>": UnitRecord("d1", ("startup", "steps"), ("sample_s",), ("*",), code="c1",
+                               normal=1),
+        "f": UnitRecord("d2")}
 
 
 def test_a_schema_2_distribution_is_read_by_its_direct_url() -> None:
