@@ -460,7 +460,8 @@ def test_a_trace_without_a_mapping_says_where_to_write_one(tmp_path: Path) -> No
                           "--out", "a.yaml"))
     assert line.endswith("t.json: a trace needs a mapping from its ranges to steps, features "
                          "and regions: write a [trace] table (steps = [...], regions = [...]) "
-                         "in lawkit.toml or pass --trace-map FILE"), line
+                         "in lawkit.toml or pass one as --trace-map FILE (trace_map= from "
+                         "Python)"), line
 
 
 def test_a_csv_fit_beside_host_files_and_a_bad_mapping_reads_no_json(tmp_path: Path) -> None:

@@ -255,7 +255,7 @@ def no_mapping(shown: str) -> CaptureError:
     """The error for a trace read without a mapping."""
     return CaptureError("a trace needs a mapping from its ranges to steps, features and regions: "
                         "write a [trace] table (steps = [...], regions = [...]) in lawkit.toml or "
-                        "pass --trace-map FILE", path=shown)
+                        "pass one as --trace-map FILE (trace_map= from Python)", path=shown)
 
 
 __all__ = ["GPU_ANNOTATIONS", "SELECTORS", "Selector", "StepKind", "TraceMapping",
