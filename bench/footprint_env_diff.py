@@ -124,6 +124,10 @@ def main() -> int:
     try:
         engine, site, cache = base / "engine", base / "site", base / "cache"
         env = {**os.environ, "LAWKIT_CACHE_DIR": str(cache)}
+        # warm as an installed lawkit is warm: Python's bytecode caches written, not only
+        # lawkit's (an image may set PYTHONDONTWRITEBYTECODE: then each run compiles lawkit
+        # and pydantic again, about 0.4 s on the GPU machine)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         root = str(Path(__file__).resolve().parent.parent)
         paths = [root, *filter(None, [os.environ.get("PYTHONPATH")])]
         if args.transformers:
