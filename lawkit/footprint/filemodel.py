@@ -46,6 +46,16 @@ class UnitDoc(TypedDict):
 
 
 @with_config(_STRICT)
+class RanDoc(TypedDict):
+    """Where something ran, as a unit says it (``UnitDoc``), for a distribution, one of its
+    files, or an environment variable's reads: each key may be absent."""
+
+    phases: NotRequired[list[Phase]]
+    regions: NotRequired[list[str]]
+    startup_regions: NotRequired[list[str] | None]
+
+
+@with_config(_STRICT)
 class FileDoc(TypedDict):
     """One hashed engine file."""
 
@@ -72,21 +82,18 @@ class DirectUrlDoc(TypedDict):
 
 
 @with_config(_STRICT)
-class DistFileDoc(TypedDict):
+class DistFileDoc(RanDoc):
     """One file of a distribution that ran (schema 3), by its path relative to the folder on
     sys.path that holds it."""
 
     sha256: Annotated[str, Field(description="of the file's bytes when record ran")]
     native: NotRequired[Annotated[bool, Field(description="an extension module or shared "
                                                           "object")]]
-    phases: NotRequired[list[Phase]]
-    regions: NotRequired[list[str]]
-    startup_regions: NotRequired[list[str] | None]
     units: NotRequired[dict[str, UnitDoc]]
 
 
 @with_config(_STRICT)
-class DistDoc(TypedDict):
+class DistDoc(RanDoc):
     """One distribution that ran, by its PEP 503 name."""
 
     version: str
@@ -98,9 +105,6 @@ class DistDoc(TypedDict):
     commit: NotRequired[Annotated[str | None, Field(description="the VCS commit it was built "
                                                                 "from")]]
     direct_url: NotRequired[Annotated[DirectUrlDoc | None, Field(description="schema 2 only")]]
-    phases: NotRequired[list[Phase]]
-    regions: NotRequired[list[str]]
-    startup_regions: NotRequired[list[str] | None]
     files: NotRequired[dict[str, DistFileDoc]]
 
 
@@ -119,14 +123,11 @@ class EnvironmentDoc(TypedDict):
 
 
 @with_config(_STRICT)
-class EnvironDoc(TypedDict):
+class EnvironDoc(RanDoc):
     """One environment variable Python code read."""
 
     value: Annotated[str, Field(description='sha256 of the value read, "absent", or "hidden" '
                                             "(a TOKEN, SECRET, PASSWORD or CREDENTIAL name)")]
-    phases: NotRequired[list[Phase]]
-    regions: NotRequired[list[str]]
-    startup_regions: NotRequired[list[str] | None]
 
 
 @with_config(ConfigDict(strict=True, extra="allow"))
