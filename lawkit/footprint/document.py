@@ -44,6 +44,7 @@ from lawkit.footprint.filemodel import (
     DistDoc,
     EnvironmentDoc,
     FootprintDoc,
+    RanDoc,
     UnitDoc,
     explain,
 )
@@ -148,8 +149,7 @@ class DistRecord:
         """The footprint's ``environment.distributions.<name>`` object (schema 3)."""
         return {"version": self.version, "install": self.kind, "source": self.info("").source,
                 "commit": self.commit, "record": self.record or None,
-                "phases": list(self.phases), "regions": list(self.regions),
-                "startup_regions": list(self.startup_regions),
+                **_ran_json(self),
                 "files": {path: _dist_file_json(f) for path, f in sorted(self.files.items())}}
 
 
@@ -209,9 +209,7 @@ class Configuration:
 
     def to_json(self) -> dict[str, Any]:
         """The footprint's ``configuration`` object."""
-        return {"environ": {name: {"value": r.value, "phases": list(r.phases),
-                                   "regions": list(r.regions),
-                                   "startup_regions": list(r.startup_regions)}
+        return {"environ": {name: {"value": r.value, **_ran_json(r)}
                             for name, r in sorted(self.environ.items())},
                 "settings": dict(self.settings)}
 
@@ -278,15 +276,12 @@ class Footprint:
 
 
 def _dist_file_json(f: DistFile) -> dict[str, Any]:
-    return {"sha256": f.sha256, "native": f.native, "phases": list(f.phases),
-            "regions": list(f.regions), "startup_regions": list(f.startup_regions),
+    return {"sha256": f.sha256, "native": f.native, **_ran_json(f),
             "units": {name: _unit_json(u) for name, u in f.units.items()}}
 
 
 def _unit_json(u: UnitRecord) -> dict[str, Any]:
-    doc: dict[str, Any] = {"digest": u.digest, "phases": list(u.phases),
-                           "regions": list(u.regions),
-                           "startup_regions": list(u.startup_regions)}
+    doc: dict[str, Any] = {"digest": u.digest, **_ran_json(u)}
     if u.shutdown:
         doc["shutdown"] = True
     if u.code is not None and u.normal is not None:
@@ -294,6 +289,12 @@ def _unit_json(u: UnitRecord) -> dict[str, Any]:
     if u.assumed:
         doc["assumed"] = u.assumed
     return doc
+
+
+def _ran_json(ran: UnitRecord | DistFile | DistRecord | EnvRead) -> dict[str, list[str]]:
+    """Where a record ran, as its object in the file says it."""
+    return {"phases": list(ran.phases), "regions": list(ran.regions),
+            "startup_regions": list(ran.startup_regions)}
 
 
 def sort_phases(phases: set[str] | frozenset[str]) -> tuple[str, ...]:
@@ -524,25 +525,25 @@ def _environment(env: EnvironmentDoc) -> EnvironmentRecord:
 def _distribution(d: DistDoc) -> DistRecord:
     url = d.get("direct_url")
     direct = None if url is None else {"url": url["url"], "editable": url.get("editable", False)}
-    files = {path: DistFile(f["sha256"], f.get("native", False),
-                            sort_phases(set(f.get("phases", ()))),
-                            _sorted(f.get("regions", ())),
-                            _sorted(f.get("startup_regions") or ()),
+    files = {path: DistFile(f["sha256"], f.get("native", False), *_ran(f),
                             LazyUnits(f.get("units", {}), 3))
              for path, f in d.get("files", {}).items()}
-    return DistRecord(d["version"], d.get("record") or "", direct,
-                      sort_phases(set(d.get("phases", ()))), _sorted(d.get("regions", ())),
-                      _sorted(d.get("startup_regions") or ()), d.get("install") or "",
-                      d.get("source"), d.get("commit"), files)
+    return DistRecord(d["version"], d.get("record") or "", direct, *_ran(d),
+                      d.get("install") or "", d.get("source"), d.get("commit"), files)
 
 
 def _configuration(config: ConfigurationDoc) -> Configuration:
-    environ = {name: EnvRead(r["value"], sort_phases(set(r.get("phases", ()))),
-                             _sorted(r.get("regions", ())),
-                             _sorted(r.get("startup_regions") or ()))
+    environ = {name: EnvRead(r["value"], *_ran(r))
                for name, r in config.get("environ", {}).items()}
     settings = {k: v for k, v in config.get("settings", {}).items() if v is not None}
     return Configuration(environ, settings)
+
+
+def _ran(doc: RanDoc) -> _Runs:
+    """Where a distribution, one of its files or an environment variable's reads ran (each
+    key may be absent)."""
+    return (sort_phases(set(doc.get("phases", ()))), _sorted(doc.get("regions", ())),
+            _sorted(doc.get("startup_regions") or ()))
 
 
 def _sorted(values: Any) -> tuple[str, ...]:
