@@ -19,7 +19,12 @@ from lawkit.footprint.document import (
 )
 from lawkit.footprint.environment import PythonBuild
 from lawkit.footprint.units import NORMAL, codes_of, units_of
-from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
+from testing.lawrepo import (
+    ENGINE,
+    commit_fitted_with_footprint,
+    engine_digest,
+    init_repo,
+)
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n"}
 BASE = {**ENGINE, **SAMPLER}
@@ -60,11 +65,6 @@ def make_env_repo(root: Path, dists: Mapping[str, DistRecord], pins: Mapping[str
     """LAWS fitted on DIGEST with `fp.json` naming `dists`, committed; the lock `pins` beside
     them, not committed."""
     root = init_repo(root)
-    raw = footprint_bytes(dists)
-    fit = ("fit", {"digest": DIGEST, "at": "2026-11-10T09:12:44Z", "records": 100,
-                   "body": body_of(LAWS), "captures": [],
-                   "footprint": {"path": "fp.json", "sha256": hashlib.sha256(raw).hexdigest()}})
-    commit(root, {**BASE, "fp.json": raw, "laws/host.yaml": law_text(
-        DIGEST, "a", laws=LAWS, provenance=[fit])}, "fitted with a footprint")
+    commit_fitted_with_footprint(root, BASE, DIGEST, LAWS, footprint_bytes(dists))
     write_lock(root, pins)
     return root

@@ -137,6 +137,19 @@ def law_text(key: str, cell: str, *, laws: Sequence[Mapping[str, Any]] = LAWS,
     return text if entries else text.replace("  provenance:\n", "")
 
 
+def commit_fitted_with_footprint(root: Path, files: Mapping[str, str | bytes | None],
+                                 digest: str, laws: Sequence[Mapping[str, Any]],
+                                 footprint: bytes) -> str:
+    """Commit `files` with `laws/host.yaml`, `laws` fitted on `digest` with the footprint
+    `footprint` written to `fp.json`, as `lawkit fit --footprint fp.json` leaves them; the
+    commit id."""
+    fit = ("fit", {"digest": digest, "at": AT, "records": 100, "body": body_of(laws),
+                   "captures": [], "footprint": {
+                       "path": "fp.json", "sha256": hashlib.sha256(footprint).hexdigest()}})
+    return commit(root, {**files, "fp.json": footprint, "laws/host.yaml": law_text(
+        digest, "a", laws=laws, provenance=[fit])}, "fitted with a footprint")
+
+
 def rekeyed(text: str, old: str, new: str, *, why: str = WHY, from_: str | None = None) -> str:
     """`text` re-keyed as `lawkit rekey` does it: the key line, and one appended line."""
     assert text.count(f'atom: "{old}"') == 1

@@ -10,11 +10,8 @@ footprint is written by hand, as the recorder writes it, and committed with the 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,13 @@ import pytest
 
 from testing.cli import invoke as lawkit
 from testing.footprints import engine_footprint_bytes
-from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
+from testing.lawrepo import (
+    ENGINE,
+    commit,
+    commit_fitted_with_footprint,
+    engine_digest,
+    init_repo,
+)
 
 SAMPLER = {"atom/sampler.py": "def sample(logits):\n    return logits[0]\n\n\n"
                               "def setup(n):\n    return [0] * n\n"}
@@ -57,19 +60,12 @@ def footprint_bytes() -> bytes:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Laws fitted on OLD with the footprint, committed."""
     root = init_repo(tmp_path / "repo")
-    raw = footprint_bytes()
-    fit = ("fit", {"digest": OLD, "at": "2026-11-10T09:12:44Z", "records": 100,
-                   "body": body_of(LAWS), "captures": [],
-                   "footprint": {"path": "fp.json", "sha256": hashlib.sha256(raw).hexdigest()}})
-    commit(root, {**BASE, "fp.json": raw, "laws/host.yaml": law_text(
-        OLD, "a", laws=LAWS, provenance=[fit])}, "fitted with a footprint")
-    here = os.getcwd()
-    os.chdir(root)
-    yield root
-    os.chdir(here)
+    commit_fitted_with_footprint(root, BASE, OLD, LAWS, footprint_bytes())
+    monkeypatch.chdir(root)
+    return root
 
 
 def _by_name(laws: list[dict[str, Any]]) -> dict[str, str]:

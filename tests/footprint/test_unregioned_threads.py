@@ -5,11 +5,8 @@ seen to be why every law is ``steps`` (issue 40)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +23,12 @@ from lawkit.footprint.record import record_footprint
 from lawkit.footprint.verdict import FootprintDiff
 from testing.cli import invoke as lawkit
 from testing.footprints import engine_footprint_bytes
-from testing.lawrepo import ENGINE, body_of, commit, engine_digest, init_repo, law_text
+from testing.lawrepo import (
+    ENGINE,
+    commit_fitted_with_footprint,
+    engine_digest,
+    init_repo,
+)
 
 # The engine thread waits inside its region while the main thread polls the engine's util_fn
 # outside any region: only the main thread runs engine code with no region open.
@@ -155,20 +157,14 @@ def _footprint_bytes(threads: tuple[str, ...] | None) -> bytes:
 
 
 @pytest.fixture(params=[("MainThread",), None], ids=["recorded", "older"])
-def repo(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path, bool]]:
+def repo(tmp_path: Path, request: pytest.FixtureRequest,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[Path, bool]:
     """Laws fitted on OLD with a footprint whose poll ran with no region open, committed;
     the footprint names the threads that ran there, or (older) does not."""
     root = init_repo(tmp_path / "repo")
-    raw = _footprint_bytes(request.param)
-    fit = ("fit", {"digest": OLD, "at": "2026-11-10T09:12:44Z", "records": 100,
-                   "body": body_of(LAWS), "captures": [],
-                   "footprint": {"path": "fp.json", "sha256": hashlib.sha256(raw).hexdigest()}})
-    commit(root, {**BASE, "fp.json": raw, "laws/host.yaml": law_text(
-        OLD, "a", laws=LAWS, provenance=[fit])}, "fitted with a footprint")
-    here = os.getcwd()
-    os.chdir(root)
-    yield root, request.param is not None
-    os.chdir(here)
+    commit_fitted_with_footprint(root, BASE, OLD, LAWS, _footprint_bytes(request.param))
+    monkeypatch.chdir(root)
+    return root, request.param is not None
 
 
 def test_rekey_names_the_threads_of_a_poll_that_ran_outside_any_region(
