@@ -21,16 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from lawkit.config import Workspace
 from lawkit.errors import LawkitError, RefusalError, printable
-from lawkit.footprint.binding import ReadFile, bound_footprint
-from lawkit.footprint.document import Footprint
-from lawkit.footprint.lawverdict import worst_verdict
-from lawkit.footprint.trees import SourceTree
-from lawkit.footprint.verdict import FootprintDiff, OldSource, diff_footprint
 from lawkit.lawfiles import yamlsafe
 
 if TYPE_CHECKING:
+    from lawkit.footprint.binding import ReadFile
+    from lawkit.footprint.document import Footprint
     from lawkit.footprint.envverdict import EnvSpec
     from lawkit.footprint.require import Require
+    from lawkit.footprint.trees import SourceTree
+    from lawkit.footprint.verdict import FootprintDiff, OldSource
 
 @dataclass(frozen=True)
 class LawVerdict:
@@ -216,7 +215,10 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
     """
     from functools import cache
 
+    from lawkit.footprint.binding import bound_footprint
     from lawkit.footprint.envverdict import compare_env, env_clauses
+    from lawkit.footprint.lawverdict import worst_verdict
+    from lawkit.footprint.verdict import diff_footprint
 
     if env is not None:
         env = dataclasses.replace(env, strict=True)

@@ -35,7 +35,6 @@ from lawkit.keying.check import (
 )
 from lawkit.keying.digest import current_digest
 from lawkit.keying.facts import FileFacts, Problem
-from lawkit.keying.footprints import FileVerdict
 from lawkit.lawfiles import lawbytes, lawfile, textedit, yamlsafe
 from lawkit.lawfiles.lawwrite import provenance_entry
 from lawkit.workers import map_in_workers
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from lawkit.footprint.envverdict import EnvSpec
     from lawkit.footprint.require import Require
     from lawkit.keying.checkcache import CheckCache
+    from lawkit.keying.footprints import FileVerdict
 
 LOCK_WAIT_S = 5.0
 
