@@ -27,6 +27,10 @@ from lawkit.footprint.hashcache import FileHashes
 from lawkit.footprint.lawverdict import EnvUnit
 from lawkit.footprint.units import MODULE, NORMAL, codes_of, units_of
 
+GONE = "gone"
+"""The sha256 of a file that ran, as a baseline keeps it where an accepted target lacked it: it
+must stay gone (no sha256 is this)."""
+
 
 @dataclass(frozen=True)
 class Extent:
@@ -107,7 +111,7 @@ def content_units(name: str, dist: DistRecord, pin: Pin,
             sha = None if path is None else hashes.sha256(path)
         else:
             sha = (pin.files or {}).get(rel)
-        if sha == f.sha256:
+        if (GONE if sha is None else sha) == f.sha256:
             continue
         what = "gone" if sha is None else "differs"
         data = _installed_bytes(pin, rel) if hashes is not None and sha is not None else None

@@ -16,7 +16,8 @@ new]``: ``new`` is what the accepted target showed, an identity (``{"version", "
 "source", "commit", "files": {path: {"sha256", "units": {qualname: code}}}}``, a Python
 build's fields, ``{"ambiguous": [versions]}``, a variable's or setting's value), a version
 (a clause written before identities), or null: the distribution must stay absent. An accepted
-difference never removes a distribution from later comparisons. Configuration differences are
+difference never removes a distribution, nor a file of it that ran, from later comparisons: a
+file the accepted target lacked must stay gone. Configuration differences are
 named ``environ:NAME`` and ``setting:NAME``.
 """
 
@@ -29,7 +30,7 @@ from typing import Any
 
 from lawkit.config import Workspace
 from lawkit.errors import printable
-from lawkit.footprint.distcontent import content_units, dist_extent, shown_files
+from lawkit.footprint.distcontent import GONE, content_units, dist_extent, shown_files
 from lawkit.footprint.document import (
     RECORD_AGAIN,
     Configuration,
@@ -174,23 +175,24 @@ def _python_of(python: PythonBuild | str, new: Any) -> PythonBuild | str:
 def _accepted(dist: DistRecord, new: Any) -> DistRecord:
     """A distribution as accepted: an identity replaces its version, install, source and files
     (each file's sha256 and its units' code digests, where the target showed them; the
-    recorded runs kept). A bare version (a lock file's acceptance, or an older clause) shows
-    no content: each file that ran keeps its runs and loses its sha256 and codes, so a target
-    that shows content counts what ran there changed until it is accepted against one."""
+    recorded runs kept). A bare version (a lock file's acceptance, or an older clause) or an
+    identity without files shows no content: each file that ran keeps its runs and loses its
+    sha256 and codes, so a target that shows content counts what ran there changed until it
+    is accepted against one. A file the accepted target lacked is kept as `GONE`: it must
+    stay gone, and counts as changed where it is back."""
     if not isinstance(new, dict) or "ambiguous" in new:
         version = str(new) if not isinstance(new, dict) else dist.version
-        unknown = {rel: dataclasses.replace(f, sha256="", units={
-            q: dataclasses.replace(u, digest="", code=None, normal=None)
-            for q, u in f.units.items()}) for rel, f in dist.files.items()}
         return dataclasses.replace(dist, version=version, install="index", source=None,
-                                   direct_url=None, files=unknown)
+                                   direct_url=None, files={rel: _unknown(f, "")
+                                                           for rel, f in dist.files.items()})
     listed = new.get("files")
-    shown: dict[str, Any] = listed if isinstance(listed, dict) else {}
+    shown: dict[str, Any] | None = listed if isinstance(listed, dict) else None
     files: dict[str, DistFile] = {}
     for rel, f in dist.files.items():
-        got = shown.get(rel)
+        got = shown.get(rel) if shown is not None else None
         if not isinstance(got, dict) or not isinstance(got.get("sha256"), str):
-            continue  # gone in the accepted target: what ran there is not there
+            files[rel] = _unknown(f, "" if shown is None else GONE)
+            continue
         given = got.get("units")
         codes: dict[str, Any] = given if isinstance(given, dict) else {}
         units = {q: UnitRecord("", u.phases, u.regions, u.startup_regions, u.shutdown,
@@ -204,6 +206,14 @@ def _accepted(dist: DistRecord, new: Any) -> DistRecord:
         dist, version=str(new.get("version", dist.version)),
         install=str(new.get("install") or "index"), source=new.get("source"),
         commit=new.get("commit"), direct_url=None, files=files)
+
+
+def _unknown(f: DistFile, sha256: str) -> DistFile:
+    """A file whose content is not known (``sha256`` empty) or that is gone (`GONE`): its runs
+    kept, its units' digests and codes left out, so a target that shows it counts every unit
+    that ran there changed."""
+    return dataclasses.replace(f, sha256=sha256, units={
+        q: dataclasses.replace(u, digest="", code=None, normal=None) for q, u in f.units.items()})
 
 
 def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,

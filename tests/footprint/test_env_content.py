@@ -26,12 +26,19 @@ from lawkit.footprint.dependencies import FileRuns, distribution_records, instal
 from lawkit.footprint.distcontent import unit_extent
 from lawkit.footprint.document import (
     Configuration,
+    DistFile,
     DistRecord,
     EnvironmentRecord,
     EnvRead,
     UnitRecord,
 )
-from lawkit.footprint.environment import DistInfo, installed_distributions, python_build
+from lawkit.footprint.environment import (
+    DistInfo,
+    Pin,
+    Target,
+    installed_distributions,
+    python_build,
+)
 from lawkit.footprint.envverdict import EnvClause, EnvSpec, applied, clause_of, compare_env
 from lawkit.footprint.lawverdict import law_verdict
 from lawkit.footprint.lockfiles import read_lock
@@ -377,3 +384,44 @@ def test_a_file_replaced_keeping_its_size_and_mtime_is_hashed_again(
     shutil.copy2(other, core)
     assert (core.stat().st_size, core.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     assert _verdicts(env, _current(site)) == {"sampling": "steps", "scheduling": "untouched"}
+
+
+def _manifest_of(files: dict[str, str], settings: dict[str, object] | None = None) -> EnvSpec:
+    """A manifest's target (shown by file): helper 1.0 from an index with ``files``."""
+    return EnvSpec(Target("env.json", python_build(), {"helper": Pin(
+        ("1.0",), source="index", files=files)}, "files", {}, settings or {}))
+
+
+def _accept(env: EnvironmentRecord, spec: EnvSpec, clauses: Sequence[EnvClause] = (),
+            configuration: Configuration | None = None) -> list[EnvClause]:
+    """``clauses`` and the clause `rekey --accept-env` appends against ``spec`` (through JSON,
+    as a law file keeps it)."""
+    comparison = compare_env(env, spec, clauses, configuration=configuration)
+    assert comparison is not None and comparison.changes
+    return [*clauses, {name: (old, new) for name, (old, new) in json.loads(json.dumps(
+        clause_of(comparison))).items()}]
+
+
+RAN_CORE = {"helper": DistRecord("1.0", phases=("startup", "steps"), regions=("sample_s",),
+                                 startup_regions=("*",), install="index", files={
+    "helper/core.py": DistFile("a" * 64, False, ("startup", "steps"), ("sample_s",), ("*",), {
+        MODULE: UnitRecord("m", ("startup",), (), ("*",)),
+        "sample": UnitRecord("s", ("steps",), ("sample_s",), ())})})}
+
+
+def test_a_file_accepted_as_gone_counts_as_changed_where_it_is_back() -> None:
+    """An accepted difference never removes a file that ran from later comparisons: accepted
+    gone, it must stay gone; an identity that shows no files (a lock's, from a source it does
+    not name) leaves their content unknown."""
+    env = _env(*RAN_CORE.items())
+    gone = _manifest_of({})
+    assert _verdicts(env, gone) == {"sampling": "steps", "scheduling": "startup"}
+    clauses = _accept(env, gone)
+    assert _verdicts(env, gone, clauses) == {"sampling": "untouched", "scheduling": "untouched"}
+    back = _manifest_of({"helper/core.py": "b" * 64})
+    assert _verdicts(env, back, clauses) == {"sampling": "steps", "scheduling": "startup"}
+    assert _verdicts(env, back, _accept(env, back, clauses)) == {"sampling": "untouched",
+                                                                 "scheduling": "untouched"}
+    unnamed = EnvSpec(Target("uv.lock", None, {"helper": Pin(("1.0",), source="")}))
+    clauses = _accept(env, unnamed)
+    assert _verdicts(env, back, clauses) == {"sampling": "steps", "scheduling": "startup"}
