@@ -388,7 +388,7 @@ def _linked(by_path: dict[str, str], tree: SourceTree,
         rel = by_path.get(target)
         if rel is None or target == path:
             continue
-        ran = _phases_of_units(units_of(tree.files[rel]), measurement, target)
+        ran = _phases_of_units(units_of(tree.files[rel], path=rel), measurement, target)
         linked[path] = set().union(*ran.values())
     return linked
 

@@ -162,7 +162,7 @@ class _Lazy:
         if self._units is None:
             find, path, sha256 = self._args
             data = find(path, sha256) if find is not None else None
-            self._units = {u.qualname: u for u in units_of(data, schema)} \
+            self._units = {u.qualname: u for u in units_of(data, schema, path=path)} \
                 if data is not None else {}
         return self._units
 
