@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lawkit.capture.host import SUFFIX
+from lawkit.capture.host import SUFFIX, host_path
 from lawkit.errors import CaptureError
 
 _SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -84,7 +84,7 @@ class Kept:
         self.folder, self.spare = folder, spare
         self.copies: dict[Path, Path] = {}
         for index, path in enumerate(_captures_under(folder)):
-            for original in (path, path.with_name(path.name + SUFFIX)):
+            for original in (path, host_path(path)):
                 copy = spare / f"{index}{original.name[len(path.name):]}"
                 shutil.copy2(original, copy)
                 self.copies[original] = copy
@@ -94,7 +94,7 @@ class Kept:
         for path in _captures_under(self.folder):
             if path not in self.copies:
                 path.unlink(missing_ok=True)
-                path.with_name(path.name + SUFFIX).unlink(missing_ok=True)
+                host_path(path).unlink(missing_ok=True)
         for original, copy in self.copies.items():
             shutil.copy2(copy, original)
 
