@@ -151,7 +151,7 @@ def fit(
         if plot is not None:
             from lawkit.fitting.plot import plot_fit_report
 
-            for drawn in plot_fit_report(plot, report, captures, ws):
+            for drawn in plot_fit_report(plot, report, captures, ws, trace_map):
                 if not quiet:
                     typer.echo(f"lawkit: wrote {drawn}", err=True)
         return 0

@@ -183,8 +183,7 @@ def column_spec(specs: Sequence[LawSpec], request: FitRequest, ws: Workspace,
         numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers and c != key),
         digest=key, digest_length=ws.digest.length,
         nonnegative=() if request.allow_negative else tuple(targets), weights=tuple(weights),
-        trace=mapping_for(ws, request.trace_map) if any(c.format == "trace" for c in found)
-        else None)
+        trace=mapping_for(ws, request.trace_map, found))
 
 
 def expand(specs: Sequence[LawSpec], scan: Scan, request: FitRequest) -> list[LawSpec]:

@@ -82,15 +82,17 @@ def plot_score(path: str | Path, report: ScoreReport) -> list[Path]:
 
 
 def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence[str | Path],
-                    ws: Workspace) -> list[Path]:
+                    ws: Workspace, trace_map: Path | None = None) -> list[Path]:
     """Draw the laws a `lawkit fit` just wrote against the captures they were fitted on.
 
-    The captures are read again, through lawkit.fitting.captures, for the columns the laws use; each
-    law is drawn on the rows its where/filter selects that hold valid values (holdout included).
+    The captures are read again, through lawkit.fitting.captures, for the columns the laws use
+    (traces by the mapping the fit read them by: `trace_map`, else the workspace's); each law
+    is drawn on the rows its where/filter selects that hold valid values (holdout included).
     """
     from lawkit.fitting.captures.chunks import ColumnSpec
     from lawkit.fitting.captures.files import find_captures
     from lawkit.fitting.captures.read import read_captures
+    from lawkit.fitting.captures.tracemap import mapping_for
     from lawkit.lawfiles import lawfile
     from lawkit.lawfiles.where import law_columns
 
@@ -101,9 +103,10 @@ def plot_fit_report(path: str | Path, report: FitReport, capture_paths: Sequence
     for law in laws:
         numbers.update(dict.fromkeys([law.target, *law.columns()]))
         labels.update(dict.fromkeys(law_columns(law.where, law.filter)))
-    spec = ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels
-                                                           if c not in numbers))
-    chunks = list(read_captures(find_captures(capture_paths, shown=ws.rel), spec))
+    found = find_captures(capture_paths, shown=ws.rel)
+    spec = ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers),
+                      trace=mapping_for(ws, trace_map, found))
+    chunks = list(read_captures(found, spec))
     data = _concatenate([chunk.columns for chunk in chunks], spec.names())
     return plot_fit(path, [(law, data) for law in laws],
                     title=f"lawkit fit: {report.out_shown}")

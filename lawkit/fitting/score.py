@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,9 +291,8 @@ def score(
         threshold_from = ws.config_path.name if ws.config_path is not None else None
     expr = parse_where(where) if where else None
     files = find_captures(capture_paths, cwd=here, shown=ws.rel)
-    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws)
-    if any(c.format == "trace" for c in files):
-        spec = replace(spec, trace=mapping_for(ws, trace_map))
+    spec = _column_spec(law_file.host.laws, expr.columns() if expr else [], ws,
+                        mapping_for(ws, trace_map, files))
     state = _Scoring(law_file.host.laws, drop_invalid=drop_invalid, keep_data=keep_data)
     sizes = [_size(c.path) for c in files]
     rows = considered = 0
@@ -428,9 +427,10 @@ class _Scoring:
                            data=data, models={law.name: law for law in self.laws})
 
 
-def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspace) -> Any:
-    """The columns scoring reads; the key column too, so that a torn last row of a
-    `lawkit.capture` file (its key column last) is told from a whole one."""
+def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspace,
+                 trace: Any) -> Any:
+    """The columns scoring reads, traces read by `trace`; the key column too, so that a torn
+    last row of a `lawkit.capture` file (its key column last) is told from a whole one."""
     from lawkit.fitting.captures.chunks import ColumnSpec
     from lawkit.lawfiles.where import law_columns
 
@@ -444,7 +444,7 @@ def _column_spec(laws: Sequence[Law], where_columns: Sequence[str], ws: Workspac
     labels.update(dict.fromkeys(where_columns))
     return ColumnSpec(numbers=tuple(numbers), labels=tuple(c for c in labels if c not in numbers),
                       nonnegative=tuple(targets), digest=ws.digest.key,
-                      digest_length=ws.digest.length)
+                      digest_length=ws.digest.length, trace=trace)
 
 
 def _needed(laws: Sequence[Law]) -> list[str]:

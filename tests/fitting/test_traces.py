@@ -362,6 +362,16 @@ def test_score_reads_a_trace_by_the_workspaces_mapping(tmp_path: Path) -> None:
     assert "FAIL" in result.output
 
 
+def test_fit_plot_reads_a_trace_again_by_the_mapping_it_was_fitted_by(tmp_path: Path) -> None:
+    """The plot read the captures again with no mapping: the law written, then exit 2."""
+    pytest.importorskip("matplotlib")
+    write(tmp_path / "t.json", steps())
+    result = fit("t.json", "--formula", "schedule_s ~ 1 + batch_size", "--captured-on", DIGEST,
+                 "--out", "a.yaml", "--plot", "a.png")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "a.png").stat().st_size > 0
+
+
 def test_the_python_api_fits_and_scores_a_trace_by_the_workspaces_mapping(tmp_path: Path) -> None:
     import lawkit
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lawkit.config import Workspace
 from lawkit.errors import CaptureError, ConfigError
+from lawkit.fitting.captures.files import Capture
 
 SELECTORS = ("name", "prefix", "glob", "regex")
 _TOP = {"steps", "regions", "ranks", "step_id", "digest", "kind_column", "step_column",
@@ -239,9 +241,12 @@ def _categories(table: dict[str, Any], where: str) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def mapping_for(ws: Workspace, trace_map: Path | None) -> TraceMapping | None:
-    """The mapping a command reads traces by: `--trace-map FILE`, else the workspace's
-    `[trace]`; None when neither is given."""
+def mapping_for(ws: Workspace, trace_map: Path | None,
+                captures: Sequence[Capture]) -> TraceMapping | None:
+    """The mapping a command reads the traces among `captures` by: `--trace-map FILE`, else
+    the workspace's `[trace]`; None when no capture is a trace, or neither is given."""
+    if not any(c.format == "trace" for c in captures):
+        return None
     if trace_map is not None:
         return load_trace_map(trace_map, ws.rel(trace_map))
     if ws.trace is None:
@@ -259,4 +264,4 @@ def no_mapping(shown: str) -> CaptureError:
 
 
 __all__ = ["GPU_ANNOTATIONS", "SELECTORS", "Selector", "StepKind", "TraceMapping",
-           "load_trace_map", "no_mapping", "trace_mapping"]
+           "load_trace_map", "mapping_for", "no_mapping", "trace_mapping"]
