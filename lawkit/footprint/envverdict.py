@@ -49,6 +49,8 @@ from lawkit.footprint.units import NORMAL
 EnvClause = Mapping[str, tuple[Any, Any]]
 """One accepted change of the environment: each name's (old, new) as the target showed it."""
 ENVIRON, SETTING = "environ:", "setting:"
+NOT_SHOWN = "not shown"
+"""A setting's value where the target does not show it (accepted, it must stay unshown)."""
 LOCK_SHOWS = ("{source} shows versions and sources only: the content of the distributions "
               "that ran, and the configuration (a lock file carries none), were not compared")
 MANIFEST_SHOWS = ("{source} shows each file's sha256: a file that differs counts every unit "
@@ -335,7 +337,9 @@ def _identity(pin: Pin | None, dist: DistRecord, target: Target) -> Any:
 
 def _configuration_units(base: Baseline, target: Target) -> list[EnvUnit]:
     """The variables read whose value differs in the target (where they were read) and the
-    settings that differ (steps for every law); a hidden value is not compared."""
+    settings that differ or that the target does not show (`NOT_SHOWN`: a manifest written
+    before lawkit recorded that setting), steps for every law; a hidden value is not
+    compared."""
     out: list[EnvUnit] = []
     environ = target.environ or {}
     for name, read in sorted(base.environ.items()):
@@ -352,9 +356,10 @@ def _configuration_units(base: Baseline, target: Target) -> list[EnvUnit]:
                            read.startup_regions))
     settings = target.settings or {}
     for name, value in sorted(base.settings.items()):
-        if name in settings and settings[name] != value:
-            out.append(EnvUnit(EnvChange(name, "setting", _shown(value),
-                                         _shown(settings[name]), accepted=settings[name])))
+        now = settings.get(name, NOT_SHOWN)
+        if now != value:
+            out.append(EnvUnit(EnvChange(name, "setting", _shown(value), _shown(now),
+                                         accepted=now)))
     return out
 
 

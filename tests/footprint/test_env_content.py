@@ -425,3 +425,21 @@ def test_a_file_accepted_as_gone_counts_as_changed_where_it_is_back() -> None:
     unnamed = EnvSpec(Target("uv.lock", None, {"helper": Pin(("1.0",), source="")}))
     clauses = _accept(env, unnamed)
     assert _verdicts(env, back, clauses) == {"sampling": "steps", "scheduling": "startup"}
+
+
+def test_a_setting_the_target_does_not_show_counts_as_changed() -> None:
+    """A manifest without a setting the footprint recorded (written before lawkit recorded
+    it) cannot say it is the same: steps for every law until accepted, and accepted, a
+    target that shows it again is compared."""
+    env = _env(*RAN_CORE.items())
+    same = {"helper/core.py": "a" * 64}
+    recorded = Configuration({}, {"switch_interval": 0.005, "gc_enabled": True})
+    older = _manifest_of(same, {"gc_enabled": True})
+    assert _verdicts(env, older, configuration=recorded) == {"sampling": "steps",
+                                                             "scheduling": "steps"}
+    clauses = _accept(env, older, configuration=recorded)
+    assert _verdicts(env, older, clauses, recorded) == {"sampling": "untouched",
+                                                        "scheduling": "untouched"}
+    shown = _manifest_of(same, {"gc_enabled": True, "switch_interval": 0.5})
+    assert _verdicts(env, shown, clauses, recorded) == {"sampling": "steps",
+                                                        "scheduling": "steps"}
