@@ -476,9 +476,9 @@ def loaded_code(hashed: Callable[[str], bool],
         todo: list[object] = list(getattr(module, "__dict__", {}).values())
         while todo:
             obj = todo.pop()
-            if id(obj) in seen:
+            if identity(obj) in seen:
                 continue
-            seen.add(id(obj))
+            seen.add(identity(obj))
             if isinstance(obj, (staticmethod, classmethod)):
                 todo.append(obj.__func__)
             elif isinstance(obj, property):
