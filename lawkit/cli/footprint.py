@@ -159,6 +159,7 @@ def diff(
         from lawkit.config import load_workspace
         from lawkit.footprint.document import read_footprint
         from lawkit.footprint.envverdict import compare_env, env_spec, not_recorded_line
+        from lawkit.footprint.lawverdict import EnvComparison
         from lawkit.footprint.regions import region_verdicts
         from lawkit.footprint.verdict import diff_rev, diff_work_tree
 
@@ -174,7 +175,9 @@ def diff(
             missing = not_recorded_line(env_spec(ws, env), str(footprint))
         regions = region_verdicts(fp, report)
         if json:
-            print_json({**report.to_json(), "regions": regions})
+            unseen = {"environment": EnvComparison(None, notes=(missing,)).to_json()} \
+                if missing else {}
+            print_json({**report.to_json(), **unseen, "regions": regions})
         elif not (quiet and report.verdict == "untouched"):
             lines = report.lines()
             if regions:

@@ -172,3 +172,7 @@ def test_a_footprint_recorded_without_its_environment_says_so_when_a_target_is_n
     assert result.stdout.splitlines()[-1] == (
         "environment: not compared with requirements.txt: old.json was recorded without its "
         "environment; record it again with lawkit footprint record")
+    shown = json.loads(lawkit("footprint", "diff", "old.json", "--env", "requirements.txt",
+                              "--json").stdout)
+    assert shown["environment"]["target"] is None  # not compared, said in --json too
+    assert shown["environment"]["notes"] == [result.stdout.splitlines()[-1]]
