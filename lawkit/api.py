@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from lawkit.config import Workspace
     from lawkit.fitting.fit import FitReport
     from lawkit.fitting.score import ScoreReport
-    from lawkit.footprint.envverdict import EnvSpec
     from lawkit.keying.check import CheckReport
     from lawkit.keying.digest import DigestReport
     from lawkit.keying.rekey import RekeyReport
@@ -80,10 +79,10 @@ def check(
     `environment`). Every file is parsed: the command's cache (see `lawkit.keying.checkcache`)
     is left to the CLI.
     """
-    from lawkit.keying.check import check_workspace
+    from lawkit.keying.check import check_workspace, env_target
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
-    return check_workspace(ws, env=_env_spec(ws, env))
+    return check_workspace(ws, env=env_target(ws, _str(env)))
 
 
 def review(
@@ -100,21 +99,11 @@ def review(
 ) -> ReviewReport:
     """`lawkit review`: classify and verify every law file changed from `base` to `head`
     (`.exit_code`, `.findings`), with `--merge-with`, `--require` and `--env` as keywords."""
+    from lawkit.keying.check import env_target
     from lawkit.keying.review.verify import review as review_change
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
-    return review_change(ws, base, head, merge_with, require, _env_spec(ws, env))
-
-
-def _env_spec(ws: Workspace, env: str | Path | None, *, accept: bool = False,
-              ) -> EnvSpec | None:
-    """The target environment a command compares with: `env`, else the config's; None where
-    neither names one (nothing is compared), unless `accept` needs one named."""
-    if not (accept or env is not None or ws.environment or ws.python):
-        return None
-    from lawkit.footprint.envverdict import env_spec
-
-    return env_spec(ws, None if env is None else str(env))
+    return review_change(ws, base, head, merge_with, require, env_target(ws, _str(env)))
 
 
 def rekey(
@@ -146,6 +135,7 @@ def rekey(
     """
     from lawkit.errors import LawkitError
     from lawkit.keying import rekey as lib
+    from lawkit.keying.check import env_target
 
     ws = _workspace(workspace, config=config, engine=engine, laws=laws)
     if adopt and (accept_env or to is not None or require is not None or env is not None):
@@ -156,7 +146,7 @@ def rekey(
     where = [Path(p) for p in paths] if paths is not None else None
     if adopt:
         return lib.adopt(ws, why=why, from_=from_, dry_run=dry_run, paths=where, at=at)
-    spec = _env_spec(ws, env, accept=accept_env)
+    spec = env_target(ws, _str(env), accept=accept_env)
     if accept_env:
         assert spec is not None
         return lib.accept_env(ws, why=why, env=spec, refs=refs, dry_run=dry_run, paths=where,
@@ -257,6 +247,10 @@ def score(
     ws = _workspace(workspace, config=config)
     return lib.score(ws, law_file, _paths(captures), where=where, max_mape=max_mape,
                      drop_invalid=drop_invalid, keep_data=keep_data, trace_map=_path(trace_map))
+
+
+def _str(value: str | Path | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _path(value: str | Path | None) -> Path | None:

@@ -61,17 +61,12 @@ def check(
 
     def body() -> int:
         from lawkit.config import load_workspace
-        from lawkit.keying.check import check_workspace
+        from lawkit.keying.check import check_workspace, env_target
         from lawkit.keying.checkcache import CheckCache, cache_wanted
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
         facts = CheckCache(ws.laws) if cache_wanted(cache) else None
-        spec = None
-        if env or ws.environment or ws.python:  # else no footprint is read
-            from lawkit.footprint.envverdict import env_spec
-
-            spec = env_spec(ws, env)
-        report = check_workspace(ws, cache=facts, paths=paths, env=spec)
+        report = check_workspace(ws, cache=facts, paths=paths, env=env_target(ws, env))
         if facts is not None:
             facts.save(files=None if paths else len(report.files))
         if form is Format.json:

@@ -86,6 +86,7 @@ def rekey(
         from lawkit.config import load_workspace
         from lawkit.errors import LawkitError
         from lawkit.keying import rekey as lib
+        from lawkit.keying.check import env_target
         from lawkit.keying.checkcache import CheckCache, cache_wanted
 
         given = _target(env, target_env)
@@ -100,11 +101,7 @@ def rekey(
         if accept_env and (to is not None or from_ is not None):
             raise LawkitError("--accept-env keeps each file's key: leave out --to and --from")
         ws = load_workspace(config=config, engine=engine, laws=laws)
-        spec = None
-        if accept_env or given or ws.environment or ws.python:
-            from lawkit.footprint.envverdict import env_spec
-
-            spec = env_spec(ws, given)
+        spec = env_target(ws, given, accept=accept_env)
         text, where = "..." if why is None else why, paths or None
         cached = CheckCache(ws.laws) if cache_wanted(cache) else None
         if adopt:

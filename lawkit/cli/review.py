@@ -76,16 +76,12 @@ def review(
 
     def body() -> int:
         from lawkit.config import load_workspace
+        from lawkit.keying.check import env_target
         from lawkit.keying.review import formats
         from lawkit.keying.review.verify import review as review_change
 
         ws = load_workspace(config=config, engine=engine, laws=laws)
-        spec = None
-        if env or ws.environment or ws.python:
-            from lawkit.footprint.envverdict import env_spec
-
-            spec = env_spec(ws, env)
-        report = review_change(ws, base, head, merge_with, require, spec)
+        report = review_change(ws, base, head, merge_with, require, env_target(ws, env))
         if quiet and report.exit_code == 0 and format is not ReviewFormat.json:
             return 0
         if format is ReviewFormat.json:

@@ -115,6 +115,17 @@ class CheckReport:
         return json.dumps(self.to_json(), indent=2)
 
 
+def env_target(ws: Workspace, option: str | None, *, accept: bool = False) -> EnvSpec | None:
+    """The target environment a command compares footprints with: ``--env`` (``option``), else
+    the config's ``environment`` and ``python``; None where neither names one (no footprint is
+    then read for the environment), unless ``accept`` (``rekey --accept-env``) needs one."""
+    if not (accept or option or ws.environment or ws.python):
+        return None
+    from lawkit.footprint.envverdict import env_spec
+
+    return env_spec(ws, option)
+
+
 def check_workspace(ws: Workspace, *, cache: CheckCache | None = None,
                     paths: Sequence[Path] | None = None, env: EnvSpec | None = None,
                     ) -> CheckReport:
