@@ -205,6 +205,10 @@ def read_manifest(path: Path, *, shown: str | None = None) -> Target:
         model = ManifestModel.model_validate(doc)
     except ValidationError as exc:
         raise FootprintError(explain(exc), path=where) from None
+    if not {"environ", "settings"} <= doc.get("configuration", {}).keys():
+        # without them, a variable recorded unset or a setting would read as unchanged
+        raise FootprintError("configuration: expected its environ and settings: write the "
+                             "manifest again with lawkit env export", path=where)
     py = model.python
     pins = {name: Pin((d.version,), installed=DistInfo(name, d.version, d.record or "",
                                                        d.install, d.source, d.commit),

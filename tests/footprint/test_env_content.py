@@ -40,6 +40,7 @@ from lawkit.footprint.environment import (
     python_build,
 )
 from lawkit.footprint.envverdict import EnvClause, EnvSpec, applied, clause_of, compare_env
+from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.lawverdict import law_verdict
 from lawkit.footprint.lockfiles import read_lock
 from lawkit.footprint.manifest import (
@@ -443,3 +444,16 @@ def test_a_setting_the_target_does_not_show_counts_as_changed() -> None:
     shown = _manifest_of(same, {"gc_enabled": True, "switch_interval": 0.5})
     assert _verdicts(env, shown, clauses, recorded) == {"sampling": "steps",
                                                         "scheduling": "steps"}
+
+
+def test_a_manifest_without_its_configuration_is_refused(tmp_path: Path) -> None:
+    """Without its environ and settings a manifest cannot show a variable unset nor a setting:
+    one line naming the key and what to do, not a comparison that reads them unchanged."""
+    manifest = tmp_path / "env.json"
+    doc = export_manifest([str(tmp_path)])
+    del doc["configuration"]["environ"]
+    write_manifest(doc, manifest)
+    with pytest.raises(FootprintError) as caught:
+        read_manifest(manifest)
+    assert str(caught.value) == (f"{manifest}: configuration: expected its environ and "
+                                 "settings: write the manifest again with lawkit env export")
