@@ -1,7 +1,8 @@
 """Every fix line `check` prints is a command that, run as printed (TEXT and "..." filled in),
 makes the same `check` pass or does what it says (docs/commands.md, `lawkit check`): for a
 stale digest, laws written before lawkit, laws edited by hand, and a stale file whose footprint
-verdict is `startup` (a re-key the person judges), `untouched` or `steps` (a refit). The
+verdict is `untouched` or `startup` (a re-key the person judges). A refit (`steps`, or no
+footprint under a policy) needs fresh captures: its line is asserted, not run. The
 environment's fix lines are run in test_env_acceptance.py.
 """
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from testing.cli import invoke as lawkit
+from testing.footprints import engine_footprint_bytes
+from testing.lawrepo import ENGINE, commit_fitted_with_footprint, engine_digest, init_repo
 from testing.workspaces import make_workspace
 
 WHY = "the change cannot move host time"
@@ -85,6 +88,36 @@ def test_laws_edited_by_hand_are_kept_by_the_fix_s_adoption(here: Path) -> None:
                                                                              "edit: ")[1])][1:])
     assert done.exit_code == 0, done.output
     assert lawkit("check").exit_code == 0
+
+
+SAMPLER = "def sample(logits):\n    return logits[0]\n\n\ndef setup(n):\n    return [0] * n\n"
+
+
+@pytest.fixture
+def fitted(here: Path) -> Path:
+    """Laws fitted with a footprint, committed: `sample` ran in steps inside `sample_s`,
+    `setup` only at start-up, the module bodies at start-up."""
+    files = {**ENGINE, "atom/sampler.py": SAMPLER}
+    digest = engine_digest(files)
+    ran = {"sample": (("startup", "steps"), ("sample_s",), ("sample_s",)),
+           "setup": (("startup",), (), ("sample_s",)), "<module>": (("startup",), (), ("*",))}
+    laws = [{"name": "sampling", "target": "sample_s", "terms": {"1": 0.0011}}]
+    commit_fitted_with_footprint(init_repo(here), files, digest, laws,
+                                 engine_footprint_bytes(files, digest, ran,
+                                                        regions=("sample_s",)))
+    return here
+
+
+@pytest.mark.parametrize(("old", "new", "verdict"), [
+    ("return logits[0]", "return logits[0]  # the first", "untouched"),  # layout only
+    ("return [0] * n", "return [1] * n", "startup"),  # ran only at start-up
+])
+def test_a_footprint_verdict_s_fix_run_as_printed_re_keys_and_check_passes(
+        fitted: Path, old: str, new: str, verdict: str) -> None:
+    path = fitted / "atom/sampler.py"
+    path.write_text(path.read_text().replace(old, new))
+    assert f"(footprint verdict {verdict}" in lawkit("check").stdout.splitlines()[-1]
+    run_fix()
 
 
 def test_under_a_policy_a_stale_file_with_no_footprint_verdict_is_named_for_a_refit(
