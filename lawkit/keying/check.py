@@ -365,7 +365,7 @@ def integrity_problems(law_file: LawFile, key: str) -> list[Problem]:
             path, key_line, "unexplained",
             f"the key {named} is not the digest the newest provenance entry (line {newest_line}) "
             f"names, {newest.names_digest}: it was edited by hand; put {newest.names_digest} "
-            f"back and run lawkit rekey, or refit: {refit}", refit))
+            f"back and run lawkit rekey --why TEXT, or refit: {refit}", refit))
     for i in range(len(host.provenance) - 1, -1, -1):
         entry = host.provenance[i]
         if entry.body is None:

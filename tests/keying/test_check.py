@@ -98,7 +98,7 @@ def test_check_reports_a_key_edited_by_hand_as_unexplained(tmp_path: Path) -> No
     assert _lines(result.stdout) == [
         f"laws/cell00000.yaml:6: unexplained: the key 8927e824 is not the digest the newest "
         f"provenance entry (line 33) names, {OLD}: it was edited by hand; put {OLD} back and "
-        "run lawkit rekey, or refit: lawkit fit CAPTURE... --out laws/cell00000.yaml",
+        "run lawkit rekey --why TEXT, or refit: lawkit fit CAPTURE... --out laws/cell00000.yaml",
         "fix: lawkit fit CAPTURE... --out laws/cell00000.yaml",
     ]
 

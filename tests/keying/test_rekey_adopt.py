@@ -72,9 +72,9 @@ def test_adopt_refuses_a_key_edited_by_hand_and_writes_nothing(tmp_path: Path) -
     assert result.exit_code == 2, result.output
     assert result.stderr == (
         f"lawkit: error: {LAW}:6: the key {DIGEST} is not the digest the newest provenance entry "
-        f"(line 33) names, {OLD}: it was edited by hand; put {OLD} back and run lawkit rekey, or "
-        f"refit: lawkit fit CAPTURE... --out {LAW}; --adopt vouches for laws as they are, not "
-        "for a key; nothing was written\n")
+        f"(line 33) names, {OLD}: it was edited by hand; put {OLD} back and run lawkit rekey --why "
+        f"TEXT, or refit: lawkit fit CAPTURE... --out {LAW}; --adopt vouches for laws as they "
+        "are, not for a key; nothing was written\n")
     assert files_below(tmp_path / "laws") == before
 
 
