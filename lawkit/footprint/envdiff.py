@@ -99,20 +99,22 @@ def compare(recorded: Environment, target: Target, *,
     target, the Python's first, then by name; ``python`` (a build, or an exact version such
     as ``"3.12.3"``) is compared instead of the target's Python."""
     changes: list[EnvChange] = []
-    python_change = _python_change(recorded.python,
+    python_change = compare_python(recorded.python,
                                    python if python is not None else target.python)
     if python_change is not None:
         changes.append(python_change)
     for name, dist in sorted(recorded.distributions.items()):
         if name == STDLIB:
             continue  # the standard library is the Python, compared above
-        change = _dist_change(dist, target.distributions.get(name))
+        change = compare_dist(dist, target.distributions.get(name))
         if change is not None:
             changes.append(change)
     return changes
 
 
-def _python_change(old: PythonBuild, new: PythonBuild | str | None) -> EnvChange | None:
+def compare_python(old: PythonBuild, new: PythonBuild | str | None) -> EnvChange | None:
+    """The Python's difference: with a build, or an exact version (the config's ``python``:
+    then only the version is compared); None when they are one, or nothing is given."""
     if new is None:
         return None
     if isinstance(new, str):  # an exact version from the config: the rest of the build unknown
@@ -126,7 +128,9 @@ def _python_change(old: PythonBuild, new: PythonBuild | str | None) -> EnvChange
     return EnvChange(STDLIB, "python", old.describe(), new.describe())
 
 
-def _dist_change(dist: DistInfo, pin: Pin | None) -> EnvChange | None:
+def compare_dist(dist: DistInfo, pin: Pin | None) -> EnvChange | None:
+    """A distribution's difference with the target's pin of it (None: the target lists it
+    not); None when the pin says its code is the one recorded."""
     if pin is None:
         return EnvChange(dist.name, "absent", dist.version, None)
     only = pin.only()

@@ -40,8 +40,8 @@ from lawkit.footprint.document import (
     EnvRead,
     UnitRecord,
 )
-from lawkit.footprint.envdiff import EnvChange, compare
-from lawkit.footprint.environment import STDLIB, Environment, Pin, PythonBuild, Target
+from lawkit.footprint.envdiff import EnvChange, compare_dist, compare_python
+from lawkit.footprint.environment import STDLIB, Pin, PythonBuild, Target
 from lawkit.footprint.hashcache import FileHashes
 from lawkit.footprint.lawverdict import EnvComparison, EnvUnit
 from lawkit.footprint.units import NORMAL
@@ -272,23 +272,18 @@ def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,
 
 def _python_change(python: PythonBuild | str, spec: EnvSpec,
                    target: Target | None) -> EnvChange | None:
-    """The Python's difference, with what accepting it records (the whole build)."""
-    if not isinstance(python, PythonBuild):  # accepted as a version only: compare that
-        python = PythonBuild(python, "", "", False)
-        if spec.python is None and (target is None or target.python is None):
-            return None
-        new = spec.python or (target.python.version if target and target.python else None)
-        if new is None or compare(Environment(python, {}), Target("", None, {}),
-                                  python=new) == []:
-            return None
-        return EnvChange(STDLIB, "python", python.version, new, accepted=new)
+    """The Python's difference, with what accepting it records (the whole build, or the
+    exact version given)."""
     given = spec.python if spec.python is not None else \
         (target.python if target is not None else None)
-    changes = compare(Environment(python, {}), Target("", None, {}), python=given)
-    if not changes:
+    if not isinstance(python, PythonBuild):  # accepted as a version only: compare that
+        python = PythonBuild(python, "")
+        given = given.version if isinstance(given, PythonBuild) else given
+    change = compare_python(python, given)
+    if change is None:
         return None
     accepted = given.to_json() if isinstance(given, PythonBuild) else given
-    return dataclasses.replace(changes[0], accepted=accepted)
+    return dataclasses.replace(change, accepted=accepted)
 
 
 def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
@@ -301,11 +296,10 @@ def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
         counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
     if pin is None or target.shows == "versions" or not dist.files:
-        changes = compare(Environment(PythonBuild("", "", "", False), {name: dist.info(name)}),
-                          Target(target.source, None, {} if pin is None else {name: pin}))
-        if not changes:
+        differs = compare_dist(dist.info(name), pin)
+        if differs is None:
             return []
-        change = dataclasses.replace(changes[0], accepted=_identity(pin, dist, target))
+        change = dataclasses.replace(differs, accepted=_identity(pin, dist, target))
         counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
     found = content_units(name, dist, pin, hashes)
