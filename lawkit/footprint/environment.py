@@ -93,12 +93,6 @@ class DistInfo:
         """Whether it was installed editable (its code is its project's folder)."""
         return self.install == "editable"
 
-    def direct_url_json(self) -> dict[str, Any] | None:
-        """A schema-2 footprint's ``direct_url``: None, or ``{"url": ..., "editable": ...}``."""
-        if self.install == "index":
-            return None
-        return {"url": self.source or "", "editable": self.editable}
-
 
 def canonical_name(name: str) -> str:
     """A distribution's name normalised as PEP 503 says (``Foo_Bar.baz`` -> ``foo-bar-baz``):
