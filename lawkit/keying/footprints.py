@@ -298,8 +298,17 @@ def judged_on_work_tree(ws: Workspace, files: list[tuple[str, bytes]], env: EnvS
 
     verdicts = verdicts_of(ws, files, lambda: work_tree_sources(ws.digest),
                            old_source=git_old_source(ws.digest), env=env)
+    refuse_under(require, verdicts, kept=kept)
+    return verdicts
+
+
+def refuse_under(require: Require | None, verdicts: Sequence[FileVerdict], *,
+                 kept: Collection[str] | None = None) -> None:
+    """A `RefusalError` naming each law of ``verdicts`` (of ``kept`` only, when given) that
+    ``require`` refuses, with the first such file's verdict and what to do; nothing without a
+    policy."""
     if require is None:
-        return verdicts
+        return
     bad = require.failing(law for v in verdicts for law in v.laws
                           if kept is None or law.name in kept)
     if bad:
@@ -307,7 +316,6 @@ def judged_on_work_tree(ws: Workspace, files: list[tuple[str, bytes]], env: EnvS
         raise RefusalError(require.refusal(bad, f"footprint verdict {first.summary()}",
                                            env_reason(first), kept=kept is not None),
                            path=first.path)
-    return verdicts
 
 
 def env_reason(verdict: FileVerdict) -> str | None:

@@ -328,6 +328,7 @@ def accept_env(
     an ``env`` clause, the key kept. Each law is judged on the footprint it was fitted on, and
     the policy refuses as for a re-key."""
     from lawkit.footprint.require import Require
+    from lawkit.keying import footprints
 
     if env.source is None:
         raise LawkitError("--accept-env accepts a target environment as the laws' new "
@@ -339,14 +340,17 @@ def accept_env(
                          target_env=env.source)
     with _reading(ws, paths, run) as files:
         judged = _verdicts(ws, [(f[1], f[2]) for f in files if isinstance(f[2], bytes)],
-                           policy, env)
+                           None, env)
         clauses = {v.path: clause for v in judged if (clause := _env_clause(v))}
-        report.verdicts.extend(v for v in judged if v.path in clauses)
+        accepted = [v for v in judged if v.path in clauses]
+        footprints.refuse_under(policy, accepted)  # the files it would edit, as a re-key
+        report.verdicts.extend(accepted)
 
         def prepare(file: _File) -> _Prepared:
             path, shown, raw, _known = file
             assert isinstance(raw, bytes)
             if shown not in clauses:
+                lawfile.parse(raw, shown, key=run.key)  # a malformed file is refused
                 raise _AtTarget()
             return _prepare_env(path, shown, raw, run.key, clauses[shown], run.when, why,
                                 run.refs)

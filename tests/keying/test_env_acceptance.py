@@ -102,6 +102,33 @@ def test_under_a_policy_that_refuses_it_the_fix_names_only_the_refit(repo: Path)
     assert fix == "fix: lawkit fit CAPTURE... --out laws/host.yaml"
 
 
+def test_accept_env_judges_under_the_policy_only_the_files_it_edits(repo: Path) -> None:
+    """A law file fitted without a footprint (unknown, which the policy refuses) beside the
+    one accepted: as a re-key, accepting judges only the files it writes; it refused them all."""
+    config = repo / "lawkit.toml"
+    config.write_text(config.read_text() + '\n[rekey]\nrequire = "startup"\n')
+    other = repo / "laws/other.yaml"
+    other.write_text(law_text(DIGEST, "b"))
+    before = other.read_bytes()
+    write_lock(repo, {**LOCK, "tokenlike": "0.21.0"})  # ran only at start-up: startup
+    done = lawkit("rekey", "--accept-env", "--env", "requirements.txt", "--why", "w")
+    assert done.exit_code == 0, done.output
+    assert "accepted the environment in laws/host.yaml: tokenlike 0.20.0 -> 0.21.0" in done.stdout
+    assert other.read_bytes() == before
+    assert lawkit("check", "--env", "requirements.txt").exit_code == 0
+
+
+def test_accept_env_refuses_a_malformed_law_file_and_writes_nothing(repo: Path) -> None:
+    """A law file that is not YAML was counted as already at the environment, exit 0."""
+    (repo / "laws/broken.yaml").write_text("host: [\n")
+    write_lock(repo, {**LOCK, "torchlike": "2.12.0"})
+    before = (repo / "laws/host.yaml").read_bytes()
+    result = lawkit("rekey", "--accept-env", "--env", "requirements.txt", "--why", "w")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("lawkit: error: laws/broken.yaml"), result.stderr
+    assert (repo / "laws/host.yaml").read_bytes() == before
+
+
 def two_footprints(root: Path) -> Path:
     """Sampling fitted with a footprint in which torchlike never ran, then scheduling with one
     in which it ran in steps with no region open: the file's first footprint is sampling's."""
