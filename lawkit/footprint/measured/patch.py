@@ -63,7 +63,7 @@ def exec_saving(before: Callable[[Any, Any, Any], object],
             noted = before(path, argv, env[0] if env else None)
             try:
                 return real(path, argv, *env)
-            except OSError:
+            except BaseException:  # no exec: an OSError, or a bad argument (ValueError)
                 failed(noted)
                 raise
 
