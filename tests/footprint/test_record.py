@@ -114,6 +114,26 @@ def test_a_spawned_worker_and_an_exec_are_measured_as_steps(engine: Path) -> Non
     assert doc["files"]["atom/util.py"]["units"]["util_fn"]["phases"] == ["startup"]
 
 
+def test_an_exec_that_raises_before_replacing_the_process_leaves_it_measured(
+        engine: Path) -> None:
+    """`os.execv(path, [])` raises ValueError once the exec's save began: what ran after it
+    went unsaved (3.12: a unit run in steps recorded as not run) or broke the engine (3.11)."""
+    (engine / "badexec.py").write_text(
+        "import os\n"
+        "import lawkit.footprint as fp\n"
+        "from atom.util import util_fn\n"
+        "fp.phase('steps')\n"
+        "try:\n"
+        "    os.execv('/bin/true', [])\n"
+        "except ValueError:\n"
+        "    pass\n"
+        "util_fn(1)\n")
+    result = _record(engine, PY, "badexec.py")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    assert doc["files"]["atom/util.py"]["units"]["util_fn"]["phases"] == ["steps"]
+
+
 def test_phase_is_a_no_op_outside_a_recording() -> None:
     import lawkit.footprint
 
