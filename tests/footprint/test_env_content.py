@@ -457,3 +457,15 @@ def test_a_manifest_without_its_configuration_is_refused(tmp_path: Path) -> None
         read_manifest(manifest)
     assert str(caught.value) == (f"{manifest}: configuration: expected its environ and "
                                  "settings: write the manifest again with lawkit env export")
+
+
+def test_an_accepted_ambiguity_counts_against_every_later_target() -> None:
+    """`env: {helper: ["1.0", {"ambiguous": [...]}]}`: accepted, a lock that still allows
+    several versions, and even one that pins the recorded version, count it changed."""
+    env = _env(*RAN_CORE.items())
+    loose = EnvSpec(Target("requirements.txt", None, {"helper": Pin(("1.0",), exact=False)}))
+    clauses = _accept(env, loose)
+    assert clauses[-1]["helper"] == ("1.0", {"ambiguous": ["1.0"]})
+    assert _verdicts(env, loose, clauses) == {"sampling": "steps", "scheduling": "startup"}
+    pinned = EnvSpec(Target("pylock.toml", None, {"helper": Pin(("1.0",))}))
+    assert _verdicts(env, pinned, clauses) == {"sampling": "steps", "scheduling": "startup"}
