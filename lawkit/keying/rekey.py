@@ -343,7 +343,10 @@ def accept_env(
                            None, env)
         clauses = {v.path: clause for v in judged if (clause := _env_clause(v))}
         accepted = [v for v in judged if v.path in clauses]
-        footprints.refuse_under(policy, accepted)  # the files it would edit, as a re-key
+        # as a re-key, the policy judges the files it would edit, and those whose laws code
+        # from no distribution makes unknown (no acceptance pins that code)
+        footprints.refuse_under(policy, [v for v in judged if v.path in clauses or any(
+            b.diff.env is not None and b.diff.env.unpackaged_line() for b in v.bases)])
         report.verdicts.extend(accepted)
 
         def prepare(file: _File) -> _Prepared:
