@@ -240,6 +240,7 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
         laws = _laws(host)
         newest = _binding(host)
         bases: dict[str, Basis] = {}
+        with_env: dict[tuple[str, str], FootprintDiff] = {}  # one comparison per footprint
         judged = []
         for name, law_target, bindings in _judged_on(host, laws):
             verdicts, paths, region = [], [], None
@@ -253,9 +254,13 @@ def verdicts_of(ws: Workspace, files: Iterable[tuple[str, bytes]],
                 if footprint is None or diff is None:
                     verdicts.append("unknown")
                     continue
-                diff = diff.with_env(compare_env(
-                    footprint.environment, env, env_clauses(host),
-                    configuration=footprint.configuration, file_schema=footprint.file_schema))
+                key = (path, str(binding.get("sha256")))
+                if key not in with_env:
+                    with_env[key] = diff.with_env(compare_env(
+                        footprint.environment, env, env_clauses(host),
+                        configuration=footprint.configuration,
+                        file_schema=footprint.file_schema))
+                diff = with_env[key]
                 bases.setdefault(path, Basis(path, footprint, diff))
                 law_region, verdict = diff.law(law_target)
                 region = law_region if region is None else region
