@@ -182,17 +182,19 @@ def footprint_schema() -> dict[str, Any]:
     return FOOTPRINT.json_schema()
 
 
-def explain(exc: ValidationError) -> str:
-    """pydantic's first error as one line: ``files.a.py.units.f.phases.0: expected 'startup'
-    or 'steps', got 'later' (str)``."""
+def explain(exc: ValidationError,
+            again: str = "record the footprint again with lawkit footprint record") -> str:
+    """pydantic's first error as one line, with what to do (``again``): ``files.a.py.units.f.
+    phases.0: expected 'startup' or 'steps', got 'later' (str): record the footprint again
+    with lawkit footprint record``."""
     error = exc.errors()[0]
     loc = [str(p) for p in error["loc"] if not str(p).startswith(("literal[", "function-"))]
     where = ".".join(loc) or "the file"
     if error["type"] == "missing":
-        return f"{where}: missing: record the footprint again with lawkit footprint record"
+        return f"{where}: missing: {again}"
     got = error.get("input")
     return (f"{where}: {error['msg'].replace('Input should be', 'expected')}, got "
-            f"{_clipped(got)} ({type(got).__name__})")
+            f"{_clipped(got)} ({type(got).__name__}): {again}")
 
 
 def _clipped(value: Any) -> str:

@@ -204,7 +204,8 @@ def read_manifest(path: Path, *, shown: str | None = None) -> Target:
     try:
         model = ManifestModel.model_validate(doc)
     except ValidationError as exc:
-        raise FootprintError(explain(exc), path=where) from None
+        raise FootprintError(explain(exc, "write it again with lawkit env export"),
+                             path=where) from None
     if not {"environ", "settings"} <= doc.get("configuration", {}).keys():
         # without them, a variable recorded unset or a setting would read as unchanged
         raise FootprintError("configuration: expected its environ and settings: write the "

@@ -459,6 +459,18 @@ def test_a_manifest_without_its_configuration_is_refused(tmp_path: Path) -> None
                                  "settings: write the manifest again with lawkit env export")
 
 
+def test_a_manifest_missing_a_key_says_to_export_it_again(tmp_path: Path) -> None:
+    """Its one line named `lawkit footprint record`, which writes no manifest."""
+    manifest = tmp_path / "env.json"
+    doc = export_manifest([str(tmp_path)])
+    del doc["distributions"]
+    write_manifest(doc, manifest)
+    with pytest.raises(FootprintError) as caught:
+        read_manifest(manifest)
+    assert str(caught.value) == (f"{manifest}: distributions: missing: write it again with "
+                                 "lawkit env export")
+
+
 def test_an_accepted_ambiguity_counts_against_every_later_target() -> None:
     """`env: {helper: ["1.0", {"ambiguous": [...]}]}`: accepted, a lock that still allows
     several versions, and even one that pins the recorded version, count it changed."""
