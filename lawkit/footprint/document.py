@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lawkit.footprint import ANY_REGION as ANY_REGION  # the home of the constant
-from lawkit.footprint.environment import DistInfo, Environment, PythonBuild
+from lawkit.footprint.environment import DistInfo, PythonBuild
 from lawkit.footprint.errors import FootprintError
 from lawkit.footprint.filemodel import (
     FOOTPRINT,
@@ -169,10 +169,6 @@ class EnvironmentRecord:
     unpackaged: tuple[str, ...] = ()
     everywhere: bool = False
     before_recorder: tuple[str, ...] = ()
-
-    def environment(self) -> Environment:
-        """The recorded environment as ``envdiff.compare`` takes it."""
-        return Environment(self.python, {n: d.info(n) for n, d in self.distributions.items()})
 
     def to_json(self) -> dict[str, Any]:
         """The footprint's ``environment`` object."""
