@@ -290,9 +290,10 @@ def _dist_units(name: str, dist: DistRecord, pin: Pin | None, target: Target,
                 ambiguous: tuple[str, ...] | None, hashes: FileHashes | None) -> list[EnvUnit]:
     """What counts of one distribution that ran: by version and source where the target
     shows no content or the footprint kept none, else by content."""
-    if ambiguous is not None:  # accepted while ambiguous: every later target is asked again
+    if ambiguous is not None:  # accepted while ambiguous: every later target is asked again,
+        # and accepting one records what it shows (a lock that pins a version ends it)
         change = EnvChange(name, "ambiguous", dist.version, None, ambiguous,
-                           accepted={"ambiguous": list(ambiguous)})
+                           accepted=_identity(pin, dist, target))
         counted = dist_extent(dist).unit(change)
         return [counted] if counted is not None else []
     if pin is None or target.shows == "versions" or not dist.files:

@@ -473,7 +473,8 @@ def test_a_manifest_missing_a_key_says_to_export_it_again(tmp_path: Path) -> Non
 
 def test_an_accepted_ambiguity_counts_against_every_later_target() -> None:
     """`env: {helper: ["1.0", {"ambiguous": [...]}]}`: accepted, a lock that still allows
-    several versions, and even one that pins the recorded version, count it changed."""
+    several versions, and even one that pins the recorded version, count it changed; accepting
+    the pinned one records its version, which ends it."""
     env = _env(*RAN_CORE.items())
     loose = EnvSpec(Target("requirements.txt", None, {"helper": Pin(("1.0",), exact=False)}))
     clauses = _accept(env, loose)
@@ -481,3 +482,7 @@ def test_an_accepted_ambiguity_counts_against_every_later_target() -> None:
     assert _verdicts(env, loose, clauses) == {"sampling": "steps", "scheduling": "startup"}
     pinned = EnvSpec(Target("pylock.toml", None, {"helper": Pin(("1.0",))}))
     assert _verdicts(env, pinned, clauses) == {"sampling": "steps", "scheduling": "startup"}
+    clauses = _accept(env, pinned, clauses)  # accepting the pinned lock ends the ambiguity
+    assert clauses[-1]["helper"] == ("1.0", "1.0")
+    assert _verdicts(env, pinned, clauses) == {"sampling": "untouched",
+                                               "scheduling": "untouched"}
