@@ -255,6 +255,9 @@ def compare_env(record: EnvironmentRecord | None, spec: EnvSpec | None,
                 counted = dist_extent(dist).unit(change)
                 units += [counted] if counted is not None else []
         if target.shows == "versions":
+            if spec.python is None and target.python is None:
+                notes.append(printable(f"environment: {target.source} names no Python: it was "
+                                       "not compared (set python = \"X.Y.Z\" in the config)"))
             notes.append(printable("environment: " + LOCK_SHOWS.format(source=target.source)))
         else:
             if target.shows == "files":

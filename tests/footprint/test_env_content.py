@@ -235,6 +235,10 @@ def test_a_lock_shows_versions_and_sources_only(editable: tuple[Path, Path, Dist
         "environment: pylock.toml shows versions and sources only: the content of the "
         "distributions that ran, and the configuration (a lock file carries none), were not "
         "compared").replace("pylock.toml", str(exact))
+    assert comparison.lines()[-2] == (f"environment: {exact} names no Python: it was not "
+                                      'compared (set python = "X.Y.Z" in the config)')
+    given = compare_env(env, EnvSpec(read_lock(exact), python="3.12.3"))
+    assert given is not None and not any("names no Python" in line for line in given.lines())
     vcs = tmp_path / "vcs" / "pylock.toml"
     vcs.parent.mkdir()
     vcs.write_text('lock-version = "1.0"\n[[packages]]\nname = "helper"\nversion = "0.1"\n'
