@@ -57,7 +57,7 @@ PHASES = ("startup", "steps")
 """The phases a unit's runs count in, in the order a footprint lists them (a run in shutdown
 counts in none: ``UnitRecord.shutdown``)."""
 RECORD_AGAIN = ("recorded before lawkit-footprint/3: record it again to judge dependencies by "
-                "content")
+                "content and compare the configuration")
 """The line a report gives for a schema-2 footprint's environment."""
 
 

@@ -92,4 +92,4 @@ def test_a_schema_2_footprint_says_in_one_line_to_record_it_again(repo: Path) ->
     (repo / "old.json").write_text(json.dumps(doc))
     text = lawkit("footprint", "diff", "old.json", "--env", "current").stdout
     assert ("environment: recorded before lawkit-footprint/3: record it again to judge "
-            "dependencies by content") in text
+            "dependencies by content and compare the configuration") in text
