@@ -229,10 +229,10 @@ class ReadRefused(Exception):
         self.detail = detail
 
     def reason(self, noun: str, fix: str, too_big: str) -> str:
-        """One line for a message: ``cannot read {noun}: ...``, ``not a regular file (a
+        """One line for a message: ``cannot read {noun}: ...: {fix}``, ``not a regular file (a
         FIFO): {fix}``, or ``larger than N MiB: {too_big}`` (the limit given to the read)."""
         if self.problem in ("missing", "unreadable"):
-            return f"cannot read {noun}: {self.detail}"
+            return f"cannot read {noun}: {self.detail}: {fix}"
         if self.problem == "size":
             return f"larger than {self.detail}: {too_big}"
         return f"not a regular file ({self.detail}): {fix}"

@@ -325,7 +325,8 @@ def _read_text(path: Path, where: str) -> str:
     try:
         data = read_regular_file(path, MAX_LOCK_BYTES)
     except ReadRefused as exc:
-        raise LockFileError(exc.reason("the lock file", "pass a lock file",
+        raise LockFileError(exc.reason("the lock file", "name a lock file or manifest that exists, "
+                                       "or use --env current",
                                        "not a lock file"), path=where) from None
     try:
         return data.decode("utf-8-sig")

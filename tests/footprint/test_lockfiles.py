@@ -225,7 +225,8 @@ def test_a_folder_or_a_missing_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "uv.lock").mkdir()
     with pytest.raises(LockFileError, match=r"^uv\.lock: not a regular file"):
         read_lock(tmp_path / "uv.lock", shown="uv.lock")
-    with pytest.raises(LockFileError, match="cannot read the lock file: No such file"):
+    with pytest.raises(LockFileError, match=r"cannot read the lock file: No such file.*: name a "
+                       r"lock file or manifest that exists, or use --env current$"):
         read_lock(tmp_path / "pylock.toml")
 
 
