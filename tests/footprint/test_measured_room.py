@@ -1,6 +1,6 @@
 """The rules of `lawkit.footprint.measured`, the code that runs inside the engine's processes:
-the standard library only, nothing imported after start-up, no module ``global``, and what the
-process keeps on one object a test can build and drop."""
+the standard library only, nothing imported after start-up, no module ``global``, no ``id()``,
+and what the process keeps on one object a test can build and drop."""
 
 from __future__ import annotations
 
@@ -65,6 +65,15 @@ def test_the_packages_above_the_room_import_nothing_but_the_room() -> None:
     assert all(m.startswith(("lawkit.footprint.measured", "lawkit._version"))
                or m in ("lawkit", "lawkit.footprint") for m in result.stdout.split()), \
         result.stdout
+
+
+def test_no_module_of_the_room_calls_id() -> None:
+    """``id()`` raises the ``builtins.id`` audit event, a call of every audit hook, ours among
+    them, per use (the 3.11 recorder's profile hook called it for every hashed call)."""
+    for path, tree in _modules(ROOM):
+        calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "id"]
+        assert not calls, (path.name, calls)
 
 
 @pytest.mark.parametrize("folder", [ROOM, CAPTURE], ids=["measured", "capture"])

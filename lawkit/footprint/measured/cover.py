@@ -27,6 +27,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from lawkit.footprint.measured import patch
+from lawkit.footprint.measured.ledger import identity
 from lawkit.footprint.measured.markers import ANY_REGION, ENGINE_FREE, PHASES, Context
 from lawkit.footprint.measured.recorder import ThreadEnds, hashed_files
 
@@ -246,7 +247,7 @@ class CoverageRecorder:
         code = frame.f_code
         if self._hashed(code.co_filename):
             context = (self._phase, self._regions.get(threading.get_ident(), ()))
-            self._ran.setdefault(context, {})[id(code)] = code
+            self._ran.setdefault(context, {})[identity(code)] = code
 
 
 def _named(hook: object) -> str:
