@@ -134,6 +134,26 @@ def test_an_exec_that_raises_before_replacing_the_process_leaves_it_measured(
     assert doc["files"]["atom/util.py"]["units"]["util_fn"]["phases"] == ["steps"]
 
 
+def test_an_exec_of_a_python_that_is_not_there_is_not_a_child_that_never_checked_in(
+        engine: Path) -> None:
+    """The exec noted its Python child twice (before its save and at its audit event) and a
+    failed one forgot one: `record` refused a run that went on without it."""
+    (engine / "noexec.py").write_text(
+        "import os\n"
+        "import lawkit.footprint as fp\n"
+        "from atom.util import util_fn\n"
+        "fp.phase('steps')\n"
+        "try:\n"
+        "    os.execv('/nonexistent/python3', ['python3', '-c', 'pass'])\n"
+        "except OSError:\n"
+        "    pass\n"
+        "util_fn(1)\n")
+    result = _record(engine, PY, "noexec.py")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((engine / "fp.json").read_text())
+    assert doc["files"]["atom/util.py"]["units"]["util_fn"]["phases"] == ["steps"]
+
+
 def test_phase_is_a_no_op_outside_a_recording() -> None:
     import lawkit.footprint
 

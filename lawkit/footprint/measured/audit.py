@@ -142,10 +142,12 @@ class ChildWatch:
         children were noted, for `forget` if the exec fails."""
         before = len(self.children)
         self._saw("os.exec", (path, argv, env))
+        self._local.exec_noted = True  # the os.exec audit event it raises next: noted here
         return len(self.children) - before
 
     def forget(self, noted: int) -> None:
         """Forget the last ``noted`` children (an exec that failed)."""
+        self._local.exec_noted = False
         del self.children[len(self.children) - noted:]
 
     def _saw(self, event: str, args: tuple[Any, ...]) -> None:
@@ -162,6 +164,9 @@ class ChildWatch:
                 return
             self._child(os.fsdecode(path), argv, env)
         elif event == "os.exec":
+            if getattr(self._local, "exec_noted", False):  # noted by `exec`, before the save
+                self._local.exec_noted = False
+                return
             path, argv, env = args
             self._child(os.fsdecode(path), [os.fsdecode(a) for a in argv], env)
         elif event == "os.spawn":

@@ -27,6 +27,7 @@ Imported at start-up, never later: a forked child, a SIGTERM handler or an exit 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 from typing import Any, Protocol
@@ -191,7 +192,8 @@ class MeasuredProcess:
         self.children.forget(noted)
         self.saving = False
         self.recorder.resume()
-        os.unlink(self.marker + ".done")
+        with contextlib.suppress(FileNotFoundError):  # no save to undo: the exec's error stays
+            os.unlink(self.marker + ".done")
         sigterm.release()
 
     def _after_fork(self) -> None:
